@@ -1,0 +1,25 @@
+//! One module per page.
+
+pub mod not_found;
+pub mod overview;
+pub mod service;
+
+use leptos::prelude::*;
+
+/// How every page shows the errors its `ErrorBoundary` caught: what failed, in words.
+pub fn show_errors(errors: ArcRwSignal<Errors>) -> impl IntoView {
+    view! {
+        <div class="error" role="alert" data-testid="error">
+            <strong>"Could not load this."</strong>
+            <ul>
+                {move || {
+                    errors
+                        .get()
+                        .into_iter()
+                        .map(|(_, error)| view! { <li>{error.to_string()}</li> })
+                        .collect_view()
+                }}
+            </ul>
+        </div>
+    }
+}

@@ -1,0 +1,466 @@
+//! The HTTP surface: one handler that parses Kubernetes API paths for every cluster.
+//!
+//! Paths are parsed by hand rather than by route patterns because Kubernetes paths are ambiguous
+//! by shape: `/api/v1/namespaces/x/status` is a namespace's status subresource while
+//! `/api/v1/namespaces/x/pods` is a collection, and only the registry can tell them apart.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use axum::Json;
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::any;
+use serde_json::{Value, json};
+
+use super::error::{Result, StoreError};
+use super::logs::{self, LogQuery};
+use super::selector::{FieldSelector, LabelSelector, Selection};
+use super::store::{ClusterStore, Write, metadata};
+use super::watch::{self, WatchQuery};
+use super::{Clusters, discovery};
+
+/// Query parameters, last value wins.
+type Params = HashMap<String, String>;
+
+pub(crate) fn router(clusters: Clusters) -> Router {
+    Router::new()
+        .route("/clusters/{cluster}/{*rest}", any(dispatch))
+        .with_state(clusters)
+}
+
+async fn dispatch(
+    State(clusters): State<Clusters>,
+    Path((cluster, rest)): Path<(String, String)>,
+    method: Method,
+    Query(params): Query<Params>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let Some(store) = clusters.cluster(&cluster) else {
+        return StoreError::NotFound {
+            resource: "clusters".into(),
+            name: cluster,
+        }
+        .into_response();
+    };
+    let request = Request {
+        store: &store,
+        method: &method,
+        params: &params,
+        headers: &headers,
+        body: &body,
+    };
+    request
+        .route(&rest)
+        .unwrap_or_else(IntoResponse::into_response)
+}
+
+fn unknown_path() -> StoreError {
+    StoreError::UnknownType {
+        what: "no such path".into(),
+    }
+}
+
+/// Everything one request carries, so handlers don't take seven arguments.
+struct Request<'a> {
+    store: &'a ClusterStore,
+    method: &'a Method,
+    params: &'a Params,
+    headers: &'a HeaderMap,
+    body: &'a Bytes,
+}
+
+/// The object or collection a resource path names.
+struct Target<'p> {
+    ty: usize,
+    namespace: Option<&'p str>,
+    name: Option<&'p str>,
+    subresource: Option<&'p str>,
+}
+
+impl Request<'_> {
+    fn route(&self, path: &str) -> Result<Response> {
+        let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+        let registry = self.store.registry();
+        let document = match segments.as_slice() {
+            ["version"] => Some(discovery::version()),
+            ["api"] => Some(discovery::api_versions()),
+            ["apis"] => Some(discovery::group_list(registry)),
+            ["api", "v1"] => discovery::resource_list(registry, "", "v1"),
+            ["apis", group] => discovery::group(registry, group),
+            ["apis", group, version] => discovery::resource_list(registry, group, version),
+            ["api", "v1", rest @ ..] => return self.resource(self.target("", "v1", rest)?),
+            ["apis", group, version, rest @ ..] => {
+                return self.resource(self.target(group, version, rest)?);
+            }
+            _ => None,
+        };
+        document
+            .map(|d| Json(d).into_response())
+            .ok_or_else(unknown_path)
+    }
+
+    fn target<'p>(&self, group: &str, version: &str, rest: &[&'p str]) -> Result<Target<'p>> {
+        let registry = self.store.registry();
+        let namespaced_plural = |plural: &str| {
+            registry
+                .by_plural(group, version, plural)
+                .is_some_and(|ty| registry.get(ty).namespaced)
+        };
+        let (namespace, rest) = match rest {
+            ["namespaces", namespace, plural, ..] if namespaced_plural(plural) => {
+                (Some(*namespace), &rest[2..])
+            }
+            _ => (None, rest),
+        };
+        let (plural, name, subresource) = match rest {
+            [plural] => (*plural, None, None),
+            [plural, name] => (*plural, Some(*name), None),
+            [plural, name, sub] => (*plural, Some(*name), Some(*sub)),
+            _ => return Err(unknown_path()),
+        };
+        let ty =
+            registry
+                .by_plural(group, version, plural)
+                .ok_or_else(|| StoreError::UnknownType {
+                    what: format!(
+                        "no resource \"{plural}\" in group version \"{}\"",
+                        [group, version].join("/")
+                    ),
+                })?;
+        // A namespaced object is only addressable inside its namespace; its collection also across all.
+        if registry.get(ty).namespaced && namespace.is_none() && name.is_some() {
+            return Err(unknown_path());
+        }
+        Ok(Target {
+            ty,
+            namespace,
+            name,
+            subresource,
+        })
+    }
+
+    fn resource(&self, target: Target<'_>) -> Result<Response> {
+        let Target {
+            ty,
+            namespace,
+            name,
+            subresource,
+        } = target;
+        let store = self.store;
+        let rt = store.registry().get(ty);
+        let Some(name) = name else {
+            return match *self.method {
+                Method::GET if self.flag("watch") => Ok(watch::respond(
+                    store,
+                    ty,
+                    self.selection(namespace)?,
+                    self.watch_query()?,
+                )),
+                Method::GET => self.list(ty, self.selection(namespace)?),
+                Method::POST => {
+                    let created =
+                        store.create_at(ty, namespace, self.json_body()?, Write::Whole)?;
+                    Ok((StatusCode::CREATED, Json(created)).into_response())
+                }
+                Method::DELETE => self.delete_collection(ty, self.selection(namespace)?),
+                _ => Err(StoreError::MethodNotAllowed),
+            };
+        };
+        let namespace = namespace.unwrap_or_default();
+        let write = match subresource {
+            None => Write::KeepStatus,
+            Some("status") => Write::StatusOnly,
+            Some("log")
+                if rt.group.is_empty() && rt.kind == "Pod" && *self.method == Method::GET =>
+            {
+                return logs::respond(store, ty, namespace, name, self.log_query()?);
+            }
+            Some(_) => return Err(unknown_path()),
+        };
+        let object = match *self.method {
+            Method::GET => {
+                store
+                    .get_at(ty, Some(namespace), name)
+                    .ok_or_else(|| StoreError::NotFound {
+                        resource: rt.resource_name(),
+                        name: name.to_owned(),
+                    })?
+            }
+            Method::PUT => {
+                let body = self.json_body()?;
+                store.update_at(ty, namespace, name, write, true, |_| Ok(body))?
+            }
+            Method::PATCH => self.patch(ty, namespace, name, write)?,
+            Method::DELETE if subresource.is_none() => {
+                store.delete_at(ty, Some(namespace), name)?
+            }
+            _ => return Err(StoreError::MethodNotAllowed),
+        };
+        Ok(Json(object).into_response())
+    }
+
+    fn patch(&self, ty: usize, namespace: &str, name: &str, write: Write) -> Result<Value> {
+        let store = self.store;
+        let content_type = self
+            .headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(';').next())
+            .unwrap_or_default()
+            .trim();
+        match content_type {
+            // Strategic merge needs per-field merge keys from Go structs; a merge patch is close
+            // enough for what Tower sends (maps and whole lists).
+            "application/merge-patch+json" | "application/strategic-merge-patch+json" => {
+                let patch = self.json_body()?;
+                store.update_at(ty, namespace, name, write, true, |current| {
+                    let mut object = current.clone();
+                    json_patch::merge(&mut object, &patch);
+                    Ok(object)
+                })
+            }
+            "application/json-patch+json" => {
+                let patch: json_patch::Patch = serde_json::from_value(self.json_body()?)
+                    .map_err(|e| StoreError::BadRequest(format!("invalid JSON patch: {e}")))?;
+                store.update_at(ty, namespace, name, write, true, |current| {
+                    let mut object = current.clone();
+                    json_patch::patch(&mut object, &patch).map_err(|e| StoreError::Invalid {
+                        resource: store.registry().get(ty).resource_name(),
+                        name: name.to_owned(),
+                        reason: e.to_string(),
+                    })?;
+                    Ok(object)
+                })
+            }
+            // Server-side apply without field ownership: create, or merge the applied fields in.
+            "application/apply-patch+yaml" | "application/apply-patch+json" => {
+                let mut applied = self.json_body()?;
+                metadata(&mut applied).insert("name".into(), json!(name));
+                if write == Write::StatusOnly {
+                    return store.update_at(ty, namespace, name, write, false, |current| {
+                        let mut object = current.clone();
+                        json_patch::merge(&mut object, &applied);
+                        Ok(object)
+                    });
+                }
+                store.upsert_at(ty, namespace, name, write, |current| match current {
+                    Some(current) => {
+                        let mut object = current.clone();
+                        json_patch::merge(&mut object, &applied);
+                        Ok(object)
+                    }
+                    None => Ok(applied),
+                })
+            }
+            _ => Err(StoreError::UnsupportedMediaType),
+        }
+    }
+
+    fn list(&self, ty: usize, selection: Selection) -> Result<Response> {
+        let store = self.store;
+        let rt = store.registry().get(ty);
+        let limit = match self.number("limit")? {
+            Some(0) | None => usize::MAX,
+            Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
+        };
+        let token = match self.params.get("continue").filter(|t| !t.is_empty()) {
+            Some(token) => Some(ContinueToken::decode(token)?),
+            None => None,
+        };
+        if let Some(token) = &token {
+            store.check_resumable(token.resource_version).map_err(|_| {
+                StoreError::Expired(
+                    "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.".into(),
+                )
+            })?;
+        }
+        let (items, current) = store.list_at(ty, selection.namespace.as_deref());
+        // Later pages keep the first page's version, so a watch started from it misses nothing.
+        let resource_version = token.as_ref().map_or(current, |t| t.resource_version);
+        let mut selected = items
+            .into_iter()
+            .filter(|o| selection.matches(o))
+            .filter(|o| {
+                token
+                    .as_ref()
+                    .is_none_or(|t| key_of(o) > (t.namespace.clone(), t.name.clone()))
+            });
+        let page: Vec<Value> = selected.by_ref().take(limit).collect();
+        let remaining = selected.count();
+        let mut list_meta = json!({"resourceVersion": resource_version.to_string()});
+        if remaining > 0
+            && let Some(last) = page.last()
+        {
+            let (namespace, name) = key_of(last);
+            list_meta["continue"] = json!(
+                ContinueToken {
+                    resource_version,
+                    namespace,
+                    name
+                }
+                .encode()
+            );
+            list_meta["remainingItemCount"] = json!(remaining);
+        }
+        Ok(Json(json!({
+            "apiVersion": rt.api_version(),
+            "kind": format!("{}List", rt.kind),
+            "metadata": list_meta,
+            "items": page,
+        }))
+        .into_response())
+    }
+
+    fn delete_collection(&self, ty: usize, selection: Selection) -> Result<Response> {
+        let store = self.store;
+        let rt = store.registry().get(ty);
+        let (items, _) = store.list_at(ty, selection.namespace.as_deref());
+        let mut deleted = Vec::new();
+        for (namespace, name) in items.iter().filter(|o| selection.matches(o)).map(key_of) {
+            match store.delete_at(ty, Some(&namespace), &name) {
+                Ok(object) => deleted.push(object),
+                // Deleted meanwhile by someone else: the goal is reached all the same.
+                Err(StoreError::NotFound { .. }) => {}
+                Err(err) => return Err(err),
+            }
+        }
+        let resource_version = store.current_resource_version().to_string();
+        Ok(Json(json!({
+            "apiVersion": rt.api_version(),
+            "kind": format!("{}List", rt.kind),
+            "metadata": {"resourceVersion": resource_version},
+            "items": deleted,
+        }))
+        .into_response())
+    }
+
+    fn json_body(&self) -> Result<Value> {
+        serde_json::from_slice(self.body).map_err(|e| {
+            StoreError::BadRequest(format!(
+                "the request body is not valid JSON (YAML is not supported here): {e}"
+            ))
+        })
+    }
+
+    fn flag(&self, name: &str) -> bool {
+        matches!(
+            self.params.get(name).map(String::as_str),
+            Some("true" | "1")
+        )
+    }
+
+    fn number(&self, name: &str) -> Result<Option<i64>> {
+        match self.params.get(name).filter(|v| !v.is_empty()) {
+            None => Ok(None),
+            Some(v) => v.parse().map(Some).map_err(|_| {
+                StoreError::BadRequest(format!("{name}: expected an integer, got \"{v}\""))
+            }),
+        }
+    }
+
+    fn selection(&self, namespace: Option<&str>) -> Result<Selection> {
+        let text = |name: &str| {
+            self.params
+                .get(name)
+                .map(String::as_str)
+                .unwrap_or_default()
+        };
+        Ok(Selection {
+            namespace: namespace.map(str::to_owned),
+            labels: LabelSelector::parse(text("labelSelector"))?,
+            fields: FieldSelector::parse(text("fieldSelector"))?,
+        })
+    }
+
+    fn watch_query(&self) -> Result<WatchQuery> {
+        let after = match self.params.get("resourceVersion").map(String::as_str) {
+            None | Some("" | "0") => None,
+            Some(rv) => Some(rv.parse().map_err(|_| {
+                StoreError::BadRequest(format!("invalid resource version \"{rv}\""))
+            })?),
+        };
+        let timeout = self
+            .number("timeoutSeconds")?
+            .map(|s| Duration::from_secs(s.max(0).unsigned_abs()));
+        Ok(WatchQuery {
+            after,
+            send_initial_events: self.flag("sendInitialEvents"),
+            bookmarks: self.flag("allowWatchBookmarks"),
+            timeout,
+        })
+    }
+
+    fn log_query(&self) -> Result<LogQuery> {
+        let since_time = match self.params.get("sinceTime").filter(|v| !v.is_empty()) {
+            Some(v) => Some(v.parse().map_err(|_| {
+                StoreError::BadRequest(format!("sinceTime: invalid RFC 3339 time \"{v}\""))
+            })?),
+            None => None,
+        };
+        Ok(LogQuery {
+            container: self
+                .params
+                .get("container")
+                .filter(|c| !c.is_empty())
+                .cloned(),
+            follow: self.flag("follow"),
+            previous: self.flag("previous"),
+            timestamps: self.flag("timestamps"),
+            tail_lines: self
+                .number("tailLines")?
+                .map(|n| usize::try_from(n).unwrap_or(0)),
+            since_seconds: self.number("sinceSeconds")?,
+            since_time,
+        })
+    }
+}
+
+/// Where a list page ended, and the version the list is consistent with; opaque to clients.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ContinueToken {
+    #[serde(rename = "rv")]
+    resource_version: u64,
+    #[serde(rename = "ns")]
+    namespace: String,
+    name: String,
+}
+
+impl ContinueToken {
+    fn encode(&self) -> String {
+        let plain = json!(self).to_string();
+        plain.bytes().map(|b| format!("{b:02x}")).collect()
+    }
+
+    fn decode(token: &str) -> Result<Self> {
+        let invalid = || {
+            StoreError::BadRequest("continue key is not valid: start a new list without it".into())
+        };
+        let bytes = (0..token.len())
+            .step_by(2)
+            .map(|i| {
+                token
+                    .get(i..i + 2)
+                    .and_then(|pair| u8::from_str_radix(pair, 16).ok())
+            })
+            .collect::<Option<Vec<u8>>>()
+            .ok_or_else(invalid)?;
+        serde_json::from_slice(&bytes).map_err(|_| invalid())
+    }
+}
+
+/// An object's list position: namespace ("" when cluster-scoped), then name.
+fn key_of(object: &Value) -> (String, String) {
+    let field = |path: &str| {
+        object
+            .pointer(path)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    (field("/metadata/namespace"), field("/metadata/name"))
+}

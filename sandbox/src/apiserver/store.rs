@@ -1,0 +1,805 @@
+//! One cluster's objects, its resourceVersion counter and its watch history.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::hash::{BuildHasher, Hasher, RandomState};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
+use tokio::sync::broadcast;
+
+use super::error::{Result, StoreError};
+use super::logs::Logs;
+use super::{Registry, ResourceType};
+
+/// Watch events kept for resuming watches; older ones are forgotten and resuming before them is `410`.
+const HISTORY_LIMIT: usize = 10_000;
+/// Live events a slow watcher may fall behind by before it is told to relist (`410`).
+const LIVE_CAPACITY: usize = 4_096;
+
+/// What happened to an object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EventType {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl EventType {
+    /// The watch event `type` on the wire.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Added => "ADDED",
+            Self::Modified => "MODIFIED",
+            Self::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One committed change, as kept in history and sent to live watchers.
+#[derive(Debug)]
+pub(crate) struct Change {
+    /// The cluster resourceVersion this change produced.
+    pub(crate) resource_version: u64,
+    /// Index of the object's type in the registry.
+    pub(crate) type_index: usize,
+    /// What happened.
+    pub(crate) event: EventType,
+    /// The new state; for deletions the last state, stamped with the deletion's resourceVersion.
+    pub(crate) object: Value,
+    /// The state before a modification, so selector-filtered watchers can see objects leave.
+    pub(crate) previous: Option<Value>,
+}
+
+/// Which parts of a stored object a write may change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Write {
+    /// Everything, status included (store API, HTTP create).
+    Whole,
+    /// Everything but `status`, like a real apiserver's main resource endpoint.
+    KeepStatus,
+    /// Only `status`, like the `/status` subresource.
+    StatusOnly,
+}
+
+/// Where a watch starts.
+pub(crate) struct Subscription {
+    /// Current objects of the type, when the watch starts from "now" (synthetic `ADDED`s).
+    pub(crate) initial: Vec<Value>,
+    /// Retained changes of the type after the requested resourceVersion.
+    pub(crate) replay: Vec<Arc<Change>>,
+    /// The cluster resourceVersion at subscription; live changes all come after it.
+    pub(crate) resource_version: u64,
+    /// Changes committed after subscription, of every type.
+    pub(crate) live: broadcast::Receiver<Arc<Change>>,
+}
+
+/// Objects are keyed by namespace ("" when cluster-scoped) and name, which gives lists their order.
+type Key = (String, String);
+
+struct State {
+    resource_version: u64,
+    /// One map per registered type, indexed like the registry.
+    objects: Vec<BTreeMap<Key, Value>>,
+    history: VecDeque<Arc<Change>>,
+    /// The oldest resourceVersion a watch may resume from without missing retained events.
+    oldest_resumable: u64,
+}
+
+/// One fake cluster's objects; cheap to clone, shared with the HTTP server.
+#[derive(Clone)]
+pub struct ClusterStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    name: String,
+    registry: Arc<Registry>,
+    state: Mutex<State>,
+    live: broadcast::Sender<Arc<Change>>,
+    logs: Logs,
+    /// Seeds uids so they differ between runs, as real ones do, without an RNG dependency.
+    ids: RandomState,
+}
+
+impl ClusterStore {
+    pub(crate) fn new(name: &str, registry: Arc<Registry>) -> Self {
+        let state = State {
+            resource_version: 0,
+            objects: vec![BTreeMap::new(); registry.types().len()],
+            history: VecDeque::new(),
+            oldest_resumable: 0,
+        };
+        let (live, _) = broadcast::channel(LIVE_CAPACITY);
+        Self {
+            inner: Arc::new(Inner {
+                name: name.to_owned(),
+                registry,
+                state: Mutex::new(state),
+                live,
+                logs: Logs::default(),
+                ids: RandomState::new(),
+            }),
+        }
+    }
+
+    /// The cluster's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// Creates an object; its type comes from `apiVersion` and `kind`.
+    pub fn create(&self, obj: Value) -> Result<Value> {
+        let ty = self.type_of(&obj)?;
+        self.create_at(ty, None, obj, Write::Whole)
+    }
+
+    /// Replaces an existing object; a given `metadata.resourceVersion` must be the current one (else 409).
+    pub fn replace(&self, obj: Value) -> Result<Value> {
+        let ty = self.type_of(&obj)?;
+        let (namespace, name) = self.object_key(ty, &obj, None)?;
+        self.update_at(ty, &namespace, &name, Write::Whole, true, |_| Ok(obj))
+    }
+
+    /// Creates or replaces an object whatever its resourceVersion: how simulators write.
+    pub fn apply(&self, obj: Value) -> Result<Value> {
+        let ty = self.type_of(&obj)?;
+        let (namespace, name) = self.object_key(ty, &obj, None)?;
+        self.upsert_at(ty, &namespace, &name, Write::Whole, |_| Ok(obj))
+    }
+
+    /// Deletes an object and returns its last state.
+    pub fn delete(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Value> {
+        let ty = self.type_by_kind(api_version, kind)?;
+        self.delete_at(ty, namespace, name)
+    }
+
+    /// One object, if it exists.
+    pub fn get(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<Value> {
+        let ty = self.inner.registry.by_kind(api_version, kind)?;
+        self.get_at(ty, namespace, name)
+    }
+
+    /// Every object of a type across namespaces, ordered by namespace and name.
+    pub fn list(&self, api_version: &str, kind: &str) -> Vec<Value> {
+        match self.inner.registry.by_kind(api_version, kind) {
+            Some(ty) => self.list_at(ty, None).0,
+            None => Vec::new(),
+        }
+    }
+
+    /// Creates a typed object and returns it as stored (uid, resourceVersion… filled in).
+    pub fn create_typed<K>(&self, obj: &K) -> Result<K>
+    where
+        K: kube::Resource<DynamicType = ()> + Serialize + DeserializeOwned,
+    {
+        from_value(self.create(to_value(obj)?)?)
+    }
+
+    /// Creates or replaces a typed object (see [`ClusterStore::apply`]).
+    pub fn apply_typed<K>(&self, obj: &K) -> Result<K>
+    where
+        K: kube::Resource<DynamicType = ()> + Serialize + DeserializeOwned,
+    {
+        from_value(self.apply(to_value(obj)?)?)
+    }
+
+    /// One typed object, or `NotFound`.
+    pub fn get_typed<K>(&self, namespace: Option<&str>, name: &str) -> Result<K>
+    where
+        K: kube::Resource<DynamicType = ()> + DeserializeOwned,
+    {
+        let (api_version, kind) = (K::api_version(&()), K::kind(&()));
+        let ty = self.type_by_kind(&api_version, &kind)?;
+        match self.get_at(ty, namespace, name) {
+            Some(obj) => from_value(obj),
+            None => Err(self.not_found(ty, name)),
+        }
+    }
+
+    /// Every typed object of `K`, ordered by namespace and name.
+    pub fn list_typed<K>(&self) -> Result<Vec<K>>
+    where
+        K: kube::Resource<DynamicType = ()> + DeserializeOwned,
+    {
+        self.list(&K::api_version(&()), &K::kind(&()))
+            .into_iter()
+            .map(from_value)
+            .collect()
+    }
+
+    /// The cluster's latest resourceVersion.
+    pub fn current_resource_version(&self) -> u64 {
+        self.lock().resource_version
+    }
+
+    /// Forget watch history at and below the current version, so a watch resuming from an older
+    /// version gets 410 Gone (tests use it).
+    pub fn compact(&self) {
+        let mut state = self.lock();
+        state.history.clear();
+        state.oldest_resumable = state.resource_version;
+    }
+
+    /// Appends one line to a container's log (timestamped now); `follow` readers see it at once.
+    pub fn append_log(&self, namespace: &str, pod: &str, container: &str, line: &str) {
+        self.inner.logs.append(namespace, pod, container, line);
+    }
+
+    /// Moves a container's current log to its `previous` log, as a restart does, and ends `follow` streams.
+    pub fn restart_container(&self, namespace: &str, pod: &str, container: &str) {
+        self.inner.logs.restart(namespace, pod, container);
+    }
+
+    // ---- used by the HTTP layer ----
+
+    pub(crate) fn registry(&self) -> &Registry {
+        &self.inner.registry
+    }
+
+    pub(crate) fn logs(&self) -> &Logs {
+        &self.inner.logs
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic elsewhere must not take every later test request down with it.
+        self.inner
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn type_of(&self, obj: &Value) -> Result<usize> {
+        let api_version = obj
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let kind = obj.get("kind").and_then(Value::as_str).unwrap_or_default();
+        if api_version.is_empty() || kind.is_empty() {
+            return Err(StoreError::BadRequest(
+                "Object 'apiVersion' and 'Kind' are required".into(),
+            ));
+        }
+        self.type_by_kind(api_version, kind)
+    }
+
+    fn type_by_kind(&self, api_version: &str, kind: &str) -> Result<usize> {
+        self.inner
+            .registry
+            .by_kind(api_version, kind)
+            .ok_or_else(|| StoreError::UnknownType {
+                what: format!("no kind \"{kind}\" is registered for version \"{api_version}\""),
+            })
+    }
+
+    fn not_found(&self, ty: usize, name: &str) -> StoreError {
+        StoreError::NotFound {
+            resource: self.inner.registry.get(ty).resource_name(),
+            name: name.to_owned(),
+        }
+    }
+
+    /// The namespace key an object lands in: "" for cluster-scoped types, else the object's, the
+    /// URL's, or `default`.
+    fn namespace_for(
+        &self,
+        ty: usize,
+        obj: &Value,
+        path_namespace: Option<&str>,
+    ) -> Result<String> {
+        if !self.inner.registry.get(ty).namespaced {
+            return Ok(String::new());
+        }
+        let own = obj
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty());
+        match (own, path_namespace) {
+            (Some(own), Some(path)) if own != path => Err(StoreError::BadRequest(
+                "the namespace of the provided object does not match the namespace sent on the request".into(),
+            )),
+            (Some(ns), _) | (None, Some(ns)) => Ok(ns.to_owned()),
+            (None, None) => Ok("default".to_owned()),
+        }
+    }
+
+    fn object_key(&self, ty: usize, obj: &Value, path_namespace: Option<&str>) -> Result<Key> {
+        let namespace = self.namespace_for(ty, obj, path_namespace)?;
+        let name = obj
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if name.is_empty() {
+            return Err(self.invalid(
+                ty,
+                "",
+                "metadata.name: Required value: name or generateName is required",
+            ));
+        }
+        Ok((namespace, name.to_owned()))
+    }
+
+    fn invalid(&self, ty: usize, name: &str, reason: &str) -> StoreError {
+        StoreError::Invalid {
+            resource: self.inner.registry.get(ty).resource_name(),
+            name: name.to_owned(),
+            reason: reason.to_owned(),
+        }
+    }
+
+    pub(crate) fn get_at(&self, ty: usize, namespace: Option<&str>, name: &str) -> Option<Value> {
+        let namespace = self.stored_namespace(ty, namespace);
+        self.lock().objects[ty]
+            .get(&(namespace, name.to_owned()))
+            .cloned()
+    }
+
+    /// Cluster-scoped objects are stored under "" whatever namespace a caller passes.
+    fn stored_namespace(&self, ty: usize, namespace: Option<&str>) -> String {
+        if self.inner.registry.get(ty).namespaced {
+            namespace.unwrap_or("default").to_owned()
+        } else {
+            String::new()
+        }
+    }
+
+    /// Objects of a type, in one namespace or all, with the resourceVersion they are current at.
+    pub(crate) fn list_at(&self, ty: usize, namespace: Option<&str>) -> (Vec<Value>, u64) {
+        let state = self.lock();
+        let items = state.objects[ty]
+            .iter()
+            .filter(|((ns, _), _)| namespace.is_none_or(|wanted| ns == wanted))
+            .map(|(_, obj)| obj.clone())
+            .collect();
+        (items, state.resource_version)
+    }
+
+    /// Fails with `410 Expired` when changes after `resource_version` are no longer retained.
+    pub(crate) fn check_resumable(&self, resource_version: u64) -> Result<()> {
+        let oldest = self.lock().oldest_resumable;
+        if resource_version < oldest {
+            return Err(StoreError::Expired(format!(
+                "too old resource version: {resource_version} ({oldest})"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Starts a watch on a type: from "now" (`None`) or after a resourceVersion.
+    pub(crate) fn subscribe(&self, ty: usize, after: Option<u64>) -> Result<Subscription> {
+        // Subscribing under the lock means no change falls between the snapshot and the live feed.
+        let state = self.lock();
+        let live = self.inner.live.subscribe();
+        let mut subscription = Subscription {
+            initial: Vec::new(),
+            replay: Vec::new(),
+            resource_version: state.resource_version,
+            live,
+        };
+        match after {
+            None => subscription.initial = state.objects[ty].values().cloned().collect(),
+            Some(rv) if rv < state.oldest_resumable => {
+                return Err(StoreError::Expired(format!(
+                    "too old resource version: {rv} ({})",
+                    state.oldest_resumable
+                )));
+            }
+            Some(rv) => {
+                subscription.replay = state
+                    .history
+                    .iter()
+                    .filter(|c| c.resource_version > rv && c.type_index == ty)
+                    .cloned()
+                    .collect();
+            }
+        }
+        Ok(subscription)
+    }
+
+    /// Creates an object of type `ty`; `path_namespace` is the namespace in the request URL.
+    pub(crate) fn create_at(
+        &self,
+        ty: usize,
+        path_namespace: Option<&str>,
+        mut obj: Value,
+        write: Write,
+    ) -> Result<Value> {
+        let namespace = self.namespace_for(ty, &obj, path_namespace)?;
+        let mut state = self.lock();
+        let rv = state.resource_version + 1;
+        let name = match obj
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+        {
+            Some(name) => name.to_owned(),
+            None => match obj
+                .pointer("/metadata/generateName")
+                .and_then(Value::as_str)
+            {
+                Some(prefix) if !prefix.is_empty() => format!("{prefix}{}", self.name_suffix(rv)),
+                _ => {
+                    return Err(self.invalid(
+                        ty,
+                        "",
+                        "metadata.name: Required value: name or generateName is required",
+                    ));
+                }
+            },
+        };
+        if let Some(reason) = invalid_name(&name) {
+            return Err(self.invalid(
+                ty,
+                &name,
+                &format!("metadata.name: Invalid value: \"{name}\": {reason}"),
+            ));
+        }
+        let key = (namespace.clone(), name.clone());
+        if state.objects[ty].contains_key(&key) {
+            return Err(StoreError::AlreadyExists {
+                resource: self.inner.registry.get(ty).resource_name(),
+                name,
+            });
+        }
+        if write != Write::Whole {
+            object_map(&mut obj).remove("status");
+        }
+        let rt = self.inner.registry.get(ty);
+        set_type(&mut obj, rt);
+        let meta = metadata(&mut obj);
+        meta.insert("name".into(), json!(name));
+        if rt.namespaced {
+            meta.insert("namespace".into(), json!(namespace));
+        } else {
+            meta.remove("namespace");
+        }
+        meta.insert("uid".into(), json!(self.new_uid(rv)));
+        meta.insert("resourceVersion".into(), json!(rv.to_string()));
+        meta.insert("generation".into(), json!(1));
+        // Fixtures may backdate objects so ages look real; otherwise the object is born now.
+        if !meta.get("creationTimestamp").is_some_and(Value::is_string) {
+            meta.insert("creationTimestamp".into(), json!(now()));
+        }
+        state.objects[ty].insert(key, obj.clone());
+        self.commit(&mut state, ty, EventType::Added, obj.clone(), None);
+        Ok(obj)
+    }
+
+    /// Updates an existing object with what `change` makes of its current state.
+    ///
+    /// With `check_version`, a resourceVersion in the new object must equal the stored one.
+    pub(crate) fn update_at(
+        &self,
+        ty: usize,
+        namespace: &str,
+        name: &str,
+        write: Write,
+        check_version: bool,
+        change: impl FnOnce(&Value) -> Result<Value>,
+    ) -> Result<Value> {
+        let mut state = self.lock();
+        let key = (self.stored_namespace(ty, Some(namespace)), name.to_owned());
+        let Some(current) = state.objects[ty].get(&key).cloned() else {
+            return Err(self.not_found(ty, name));
+        };
+        let new = change(&current)?;
+        self.commit_update(&mut state, ty, key, current, new, write, check_version)
+    }
+
+    /// Updates the object if it exists, else creates it from `change(None)`; never checks versions.
+    pub(crate) fn upsert_at(
+        &self,
+        ty: usize,
+        namespace: &str,
+        name: &str,
+        write: Write,
+        change: impl FnOnce(Option<&Value>) -> Result<Value>,
+    ) -> Result<Value> {
+        let mut state = self.lock();
+        let key = (self.stored_namespace(ty, Some(namespace)), name.to_owned());
+        match state.objects[ty].get(&key).cloned() {
+            Some(current) => {
+                let mut new = change(Some(&current))?;
+                metadata(&mut new).remove("resourceVersion");
+                self.commit_update(&mut state, ty, key, current, new, write, false)
+            }
+            None => {
+                let new = change(None)?;
+                drop(state);
+                self.create_at(ty, Some(namespace), new, Write::Whole)
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn commit_update(
+        &self,
+        state: &mut State,
+        ty: usize,
+        key: Key,
+        current: Value,
+        mut new: Value,
+        write: Write,
+        check_version: bool,
+    ) -> Result<Value> {
+        let rt = self.inner.registry.get(ty);
+        let (namespace, name) = &key;
+        let new_name = new
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or(name);
+        if new_name != name {
+            return Err(StoreError::BadRequest(format!(
+                "the name of the object ({new_name}) does not match the name on the URL ({name})"
+            )));
+        }
+        if rt.namespaced
+            && new
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .is_some_and(|ns| !ns.is_empty() && ns != namespace)
+        {
+            return Err(StoreError::BadRequest(
+                "the namespace of the provided object does not match the namespace sent on the request".into(),
+            ));
+        }
+        let stored_version = current
+            .pointer("/metadata/resourceVersion")
+            .cloned()
+            .unwrap_or(Value::Null);
+        let given_version = new
+            .pointer("/metadata/resourceVersion")
+            .cloned()
+            .unwrap_or(Value::Null);
+        if check_version
+            && !given_version.is_null()
+            && given_version != json!("")
+            && given_version != stored_version
+        {
+            return Err(StoreError::Conflict {
+                resource: rt.resource_name(),
+                name: name.clone(),
+            });
+        }
+        match write {
+            Write::Whole => {}
+            Write::KeepStatus => match current.get("status") {
+                Some(status) => {
+                    object_map(&mut new).insert("status".into(), status.clone());
+                }
+                None => {
+                    object_map(&mut new).remove("status");
+                }
+            },
+            Write::StatusOnly => {
+                let status = new.get("status").cloned();
+                new = current.clone();
+                match status {
+                    Some(status) => object_map(&mut new).insert("status".into(), status),
+                    None => object_map(&mut new).remove("status"),
+                };
+            }
+        }
+        set_type(&mut new, rt);
+        let old_meta = current
+            .get("metadata")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        let meta = metadata(&mut new);
+        meta.insert("name".into(), json!(name));
+        if rt.namespaced {
+            meta.insert("namespace".into(), json!(namespace));
+        } else {
+            meta.remove("namespace");
+        }
+        for kept in ["uid", "creationTimestamp", "generation"] {
+            match old_meta.get(kept) {
+                Some(v) => meta.insert(kept.into(), v.clone()),
+                None => meta.remove(kept),
+            };
+        }
+        meta.insert("resourceVersion".into(), stored_version);
+        // A write that changes nothing is not a change: no new version, no event (as in Kubernetes).
+        if new == current {
+            return Ok(current);
+        }
+        let generation = old_meta
+            .get("generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(1);
+        let generation = if spec_of(&new) != spec_of(&current) {
+            generation + 1
+        } else {
+            generation
+        };
+        let rv = state.resource_version + 1;
+        let meta = metadata(&mut new);
+        meta.insert("generation".into(), json!(generation));
+        meta.insert("resourceVersion".into(), json!(rv.to_string()));
+        state.objects[ty].insert(key, new.clone());
+        self.commit(state, ty, EventType::Modified, new.clone(), Some(current));
+        Ok(new)
+    }
+
+    /// Deletes an object; deleting a namespace deletes what it holds, as the namespace controller would.
+    pub(crate) fn delete_at(
+        &self,
+        ty: usize,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Value> {
+        let mut state = self.lock();
+        let key = (self.stored_namespace(ty, namespace), name.to_owned());
+        let Some(mut obj) = state.objects[ty].remove(&key) else {
+            return Err(self.not_found(ty, name));
+        };
+        if self.inner.registry.get(ty).kind == "Namespace"
+            && self.inner.registry.get(ty).group.is_empty()
+        {
+            for inner_ty in 0..state.objects.len() {
+                let doomed: Vec<Key> = state.objects[inner_ty]
+                    .keys()
+                    .filter(|(ns, _)| ns == name)
+                    .cloned()
+                    .collect();
+                for inner_key in doomed {
+                    if let Some(mut inner) = state.objects[inner_ty].remove(&inner_key) {
+                        let rv = state.resource_version + 1;
+                        metadata(&mut inner)
+                            .insert("resourceVersion".into(), json!(rv.to_string()));
+                        self.commit(&mut state, inner_ty, EventType::Deleted, inner, None);
+                    }
+                }
+            }
+        }
+        let rv = state.resource_version + 1;
+        metadata(&mut obj).insert("resourceVersion".into(), json!(rv.to_string()));
+        self.commit(&mut state, ty, EventType::Deleted, obj.clone(), None);
+        Ok(obj)
+    }
+
+    /// Records a change at the next resourceVersion (the object already carries it) and tells watchers.
+    fn commit(
+        &self,
+        state: &mut State,
+        ty: usize,
+        event: EventType,
+        object: Value,
+        previous: Option<Value>,
+    ) {
+        state.resource_version += 1;
+        let change = Arc::new(Change {
+            resource_version: state.resource_version,
+            type_index: ty,
+            event,
+            object,
+            previous,
+        });
+        state.history.push_back(change.clone());
+        while state.history.len() > HISTORY_LIMIT {
+            if let Some(dropped) = state.history.pop_front() {
+                state.oldest_resumable = state.oldest_resumable.max(dropped.resource_version);
+            }
+        }
+        // An error only means nobody is watching right now; history still has the change.
+        let _ = self.inner.live.send(change);
+    }
+
+    fn new_uid(&self, rv: u64) -> String {
+        let mut hasher = self.inner.ids.build_hasher();
+        hasher.write_u64(rv);
+        let a = hasher.finish();
+        hasher.write_u64(a);
+        let b = hasher.finish();
+        format!(
+            "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
+            a >> 32,
+            (a >> 16) & 0xffff,
+            a & 0xfff,
+            ((b >> 48) & 0x3fff) | 0x8000,
+            b & 0xffff_ffff_ffff
+        )
+    }
+
+    /// Five characters like the apiserver's `generateName` suffixes (no vowels, no look-alikes).
+    fn name_suffix(&self, rv: u64) -> String {
+        const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+        let mut hasher = self.inner.ids.build_hasher();
+        hasher.write_u64(rv);
+        let mut bits = hasher.finish();
+        (0..5)
+            .map(|_| {
+                let c = ALPHABET[(bits % ALPHABET.len() as u64) as usize];
+                bits /= ALPHABET.len() as u64;
+                c as char
+            })
+            .collect()
+    }
+}
+
+/// The current time as Kubernetes writes it: RFC 3339 with whole seconds.
+pub(crate) fn now() -> String {
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+/// Why a name is not a DNS-1123 subdomain, if it is not.
+fn invalid_name(name: &str) -> Option<&'static str> {
+    let ok_chars = name
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.');
+    let ok_ends = name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name.ends_with(|c: char| c.is_ascii_alphanumeric());
+    if name.len() > 253 {
+        Some("must be no more than 253 characters")
+    } else if !ok_chars || !ok_ends {
+        Some(
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
+        )
+    } else {
+        None
+    }
+}
+
+/// Everything that is neither metadata nor status: what `generation` counts changes of.
+fn spec_of(obj: &Value) -> Value {
+    let mut spec = obj.clone();
+    if let Some(map) = spec.as_object_mut() {
+        map.remove("metadata");
+        map.remove("status");
+    }
+    spec
+}
+
+fn set_type(obj: &mut Value, rt: &ResourceType) {
+    let map = object_map(obj);
+    map.insert("apiVersion".into(), json!(rt.api_version()));
+    map.insert("kind".into(), json!(rt.kind));
+}
+
+/// The object's top-level map, turning a non-object into an empty one (which then fails validation).
+fn object_map(obj: &mut Value) -> &mut Map<String, Value> {
+    if !obj.is_object() {
+        *obj = json!({});
+    }
+    match obj {
+        Value::Object(map) => map,
+        _ => unreachable!("just made an object"),
+    }
+}
+
+/// `metadata`, created empty if missing.
+pub(crate) fn metadata(obj: &mut Value) -> &mut Map<String, Value> {
+    let map = object_map(obj);
+    let meta = map.entry("metadata").or_insert_with(|| json!({}));
+    object_map(meta)
+}
+
+fn to_value<K: kube::Resource<DynamicType = ()> + Serialize>(obj: &K) -> Result<Value> {
+    let mut value = serde_json::to_value(obj)
+        .map_err(|e| StoreError::BadRequest(format!("cannot encode {}: {e}", K::kind(&()))))?;
+    let map = object_map(&mut value);
+    map.entry("apiVersion")
+        .or_insert_with(|| json!(K::api_version(&())));
+    map.entry("kind").or_insert_with(|| json!(K::kind(&())));
+    Ok(value)
+}
+
+fn from_value<K: kube::Resource<DynamicType = ()> + DeserializeOwned>(value: Value) -> Result<K> {
+    serde_json::from_value(value)
+        .map_err(|e| StoreError::BadRequest(format!("cannot decode {}: {e}", K::kind(&()))))
+}

@@ -1,0 +1,162 @@
+//! Watch streams: newline-delimited JSON events, one chunk per event.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use tokio::sync::broadcast::error::RecvError;
+use tokio::time::{Instant, MissedTickBehavior};
+
+use super::error::StoreError;
+use super::selector::Selection;
+use super::store::{Change, ClusterStore, EventType, metadata};
+
+/// How often watchers that asked for bookmarks get one.
+const BOOKMARK_EVERY: Duration = Duration::from_secs(5);
+/// Stands in for "no timeout": a real apiserver picks 30–60 minutes; the client disconnecting ends it sooner.
+const NO_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// The watch-specific query parameters.
+#[derive(Debug, Default)]
+pub(crate) struct WatchQuery {
+    /// Resume after this resourceVersion; `None` (absent or "0") starts with the current objects.
+    pub(crate) after: Option<u64>,
+    /// `sendInitialEvents=true`: current objects, then a bookmark marking their end.
+    pub(crate) send_initial_events: bool,
+    /// `allowWatchBookmarks=true`.
+    pub(crate) bookmarks: bool,
+    /// `timeoutSeconds`.
+    pub(crate) timeout: Option<Duration>,
+}
+
+/// What the stream does next.
+enum Next {
+    Stop,
+    Bookmark,
+    Change(Result<Arc<Change>, RecvError>),
+}
+
+/// Answers a watch request with a stream of events on one type.
+pub(crate) fn respond(
+    store: &ClusterStore,
+    ty: usize,
+    selection: Selection,
+    query: WatchQuery,
+) -> Response {
+    let rt = store.registry().get(ty).clone();
+    let (api_version, kind) = (rt.api_version(), rt.kind.clone());
+    let bookmark = move |rv: u64, initial_end: bool| {
+        let mut meta = json!({"resourceVersion": rv.to_string()});
+        if initial_end {
+            meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+        }
+        event(
+            "BOOKMARK",
+            &json!({"apiVersion": api_version, "kind": kind, "metadata": meta}),
+        )
+    };
+    let from = if query.send_initial_events {
+        None
+    } else {
+        query.after
+    };
+    let subscription = match store.subscribe(ty, from) {
+        Ok(subscription) => subscription,
+        // A real apiserver accepts the watch, then reports the gap inside it; clients relist.
+        Err(err) => return stream_response(Body::from(event("ERROR", &err.status()))),
+    };
+    let skip_through = from.unwrap_or(0);
+    let mut live = subscription.live;
+    let body = Body::from_stream(async_stream::stream! {
+        let mut last = subscription.resource_version;
+        for object in subscription.initial.iter().filter(|o| selection.matches(o)) {
+            yield Ok::<_, Infallible>(event("ADDED", object));
+        }
+        if query.send_initial_events {
+            yield Ok(bookmark(last, true));
+        }
+        for change in &subscription.replay {
+            if let Some((kind, object)) = project(change, &selection) {
+                yield Ok(event(kind, &object));
+            }
+        }
+        let deadline = tokio::time::sleep(query.timeout.unwrap_or(NO_TIMEOUT));
+        tokio::pin!(deadline);
+        let mut ticker = tokio::time::interval_at(Instant::now() + BOOKMARK_EVERY, BOOKMARK_EVERY);
+        ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        loop {
+            let next = tokio::select! {
+                _ = &mut deadline => Next::Stop,
+                _ = ticker.tick(), if query.bookmarks => Next::Bookmark,
+                change = live.recv() => Next::Change(change),
+            };
+            match next {
+                Next::Stop | Next::Change(Err(RecvError::Closed)) => break,
+                Next::Bookmark => yield Ok(bookmark(last, false)),
+                Next::Change(Err(RecvError::Lagged(_))) => {
+                    // Events were lost for this watcher: tell it to relist rather than leave it wrong.
+                    let err = StoreError::Expired("too old resource version: the watcher fell behind".into());
+                    yield Ok(event("ERROR", &err.status()));
+                    break;
+                }
+                Next::Change(Ok(change)) => {
+                    last = change.resource_version;
+                    if change.type_index != ty || change.resource_version <= skip_through {
+                        continue;
+                    }
+                    if let Some((kind, object)) = project(&change, &selection) {
+                        yield Ok(event(kind, &object));
+                    }
+                }
+            }
+        }
+    });
+    stream_response(body)
+}
+
+fn stream_response(body: Body) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+/// One event line.
+fn event(kind: &str, object: &Value) -> Bytes {
+    let mut line = json!({"type": kind, "object": object}).to_string();
+    line.push('\n');
+    Bytes::from(line)
+}
+
+/// What a change looks like to a watcher with this selection, if it sees it at all.
+///
+/// An object modified out of the selection is a `DELETED` (its old state at the new version) and one
+/// modified into it an `ADDED`, as the apiserver's watch cache reports them.
+fn project(change: &Change, selection: &Selection) -> Option<(&'static str, Value)> {
+    let now = selection.matches(&change.object);
+    match change.event {
+        EventType::Added | EventType::Deleted => {
+            now.then(|| (change.event.as_str(), change.object.clone()))
+        }
+        EventType::Modified => {
+            let before = change
+                .previous
+                .as_ref()
+                .is_some_and(|p| selection.matches(p));
+            match (before, now) {
+                (true, true) => Some(("MODIFIED", change.object.clone())),
+                (false, true) => Some(("ADDED", change.object.clone())),
+                (true, false) => {
+                    let mut gone = change.previous.clone().unwrap_or_default();
+                    metadata(&mut gone).insert(
+                        "resourceVersion".into(),
+                        json!(change.resource_version.to_string()),
+                    );
+                    Some(("DELETED", gone))
+                }
+                (false, false) => None,
+            }
+        }
+    }
+}

@@ -1,0 +1,9 @@
+//! Tower's backend-for-frontend: watch caches over the platform's clusters, a JSON API and one event stream
+//! for the browser, and the SPA itself.
+
+pub mod error;
+pub mod fleet;
+pub mod routes;
+pub mod serve;
+pub mod state;
+pub mod upstream;

@@ -1,0 +1,39 @@
+//! The `tower` binary: parse the command line, set up logging, run.
+
+use clap::{Parser, Subcommand};
+use tracing_subscriber::EnvFilter;
+
+/// Tower, the developer portal of the platform.
+#[derive(Debug, Parser)]
+#[command(name = "tower", version)]
+struct Cli {
+    /// Log as JSON lines (for log collectors) instead of text.
+    #[arg(long, env = "TOWER_LOG_JSON", global = true)]
+    log_json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve the API and the SPA.
+    Serve(server::serve::ServeArgs),
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let filter = EnvFilter::try_from_env("TOWER_LOG")
+        .unwrap_or_else(|_| EnvFilter::new("info,tower_http=info,kube=warn"));
+    if cli.log_json {
+        tracing_subscriber::fmt()
+            .json()
+            .with_env_filter(filter)
+            .init();
+    } else {
+        tracing_subscriber::fmt().with_env_filter(filter).init();
+    }
+    match cli.command {
+        Command::Serve(args) => server::serve::serve(args).await,
+    }
+}

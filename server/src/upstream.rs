@@ -1,0 +1,3 @@
+//! One room per upstream Tower reads from.
+
+pub mod kube;

@@ -1,0 +1,12 @@
+//! Tower's API types and the pure logic both the server and the browser use.
+//!
+//! Everything here compiles natively and to wasm32. The platform's custom resources live behind the `crd`
+//! feature because they pull in kube, which the browser never needs.
+
+pub mod error;
+pub mod fleet;
+
+#[cfg(feature = "crd")]
+pub mod crd;
+
+pub use error::{ApiError, ErrorCode};

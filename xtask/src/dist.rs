@@ -1,0 +1,601 @@
+//! `cargo xtask dist`: builds the SPA into `dist/` — content-hashed wasm, JS glue and CSS under
+//! `dist/assets/`, `index.html` pointing at them, `public/` copied as-is, and `.br`/`.gz`
+//! siblings so the server can send precompressed bytes.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail, ensure};
+use sha2::{Digest, Sha256};
+
+use crate::util::{self, display_path, repo_root};
+
+/// The rustc target the SPA compiles to.
+const WASM_TARGET: &str = "wasm32-unknown-unknown";
+
+/// Base name of every generated asset: `tower-<hash>.{wasm,js,css}`.
+const OUT_NAME: &str = "tower";
+
+/// Oldest binaryen that handles the features rustc emits by default; older ones (Debian's 108)
+/// write modules that fail to instantiate instead of refusing them.
+const MIN_WASM_OPT_VERSION: u32 = 116;
+
+/// Features rustc ≥ 1.87 enables by default for wasm32-unknown-unknown (LLVM's `generic` CPU),
+/// plus what wasm-bindgen's externref pass emits. wasm-opt only assumes the MVP and rejects or
+/// mangles the module without them; every one of these ships in Chromium since 2021.
+const WASM_OPT_FEATURES: &[&str] = &[
+    "--enable-bulk-memory",
+    "--enable-bulk-memory-opt",
+    "--enable-call-indirect-overlong",
+    "--enable-nontrapping-float-to-int",
+    "--enable-sign-ext",
+    "--enable-mutable-globals",
+    "--enable-reference-types",
+    "--enable-multivalue",
+];
+
+/// First-load budget for wasm + JS + CSS after brotli, in bytes (decimal kilobytes, as
+/// network budgets are usually quoted).
+const FIRST_LOAD_BUDGET: u64 = 300_000;
+
+/// Builds the SPA into `dist/`. `index_template` overrides `app/index.html`.
+pub fn dist(index_template: Option<&Path>) -> Result<()> {
+    let root = repo_root();
+    let lock = fs::read_to_string(root.join("Cargo.lock")).context("reading Cargo.lock")?;
+    let bindgen_version = check_bindgen_versions(&lock)?;
+
+    ensure_wasm_target()?;
+    util::ensure_node_modules()?;
+    let wasm_opt = root.join("end2end/node_modules/.bin/wasm-opt");
+    check_wasm_opt(&wasm_opt)?;
+
+    let mut build = util::cargo([
+        "build",
+        "-p",
+        "app",
+        "--lib",
+        "--target",
+        WASM_TARGET,
+        "--profile",
+        "wasm-release",
+    ]);
+    util::run(&mut build)?;
+
+    let target_dir = target_dir();
+    let raw_wasm = target_dir.join(WASM_TARGET).join("wasm-release/app.wasm");
+    let staging = target_dir.join("xtask/dist");
+    recreate_dir(&staging)?;
+
+    println!("$ wasm-bindgen {bindgen_version} (library) --target web --out-name {OUT_NAME}");
+    wasm_bindgen_cli_support::Bindgen::new()
+        .input_path(&raw_wasm)
+        .web(true)?
+        .omit_default_module_path(false)
+        .out_name(OUT_NAME)
+        .typescript(false)
+        .generate(&staging)
+        .with_context(|| format!("wasm-bindgen on {}", display_path(&raw_wasm)))?;
+
+    let bindgen_wasm = staging.join(format!("{OUT_NAME}_bg.wasm"));
+    let optimized = staging.join(format!("{OUT_NAME}_opt.wasm"));
+    let mut opt = util::command(&wasm_opt);
+    opt.arg(&bindgen_wasm)
+        .arg("-o")
+        .arg(&optimized)
+        .arg("-Oz")
+        .args(WASM_OPT_FEATURES);
+    util::run(&mut opt)?;
+
+    let dist = root.join("dist");
+    recreate_dir(&dist)?;
+    let assets = dist.join("assets");
+    fs::create_dir_all(&assets)?;
+
+    let wasm = fs::read(&optimized)?;
+    let wasm_name = hashed_name("wasm", &wasm);
+    write(&assets.join(&wasm_name), &wasm)?;
+
+    let glue_path = staging.join(format!("{OUT_NAME}.js"));
+    let mut glue = fs::read_to_string(&glue_path)
+        .with_context(|| format!("reading {}", display_path(&glue_path)))?;
+    let snippets = copy_snippets(&staging.join("snippets"), &assets)?;
+    if let Some(dir) = &snippets {
+        glue = glue.replace("./snippets/", &format!("./{dir}/"));
+    }
+    let glue = finish_glue(&glue, &wasm_name)?;
+    let js_name = hashed_name("js", glue.as_bytes());
+    write(&assets.join(&js_name), glue.as_bytes())?;
+
+    let css = concat_css(&root.join("style"))?;
+    let css_name = hashed_name("css", css.as_bytes());
+    write(&assets.join(&css_name), css.as_bytes())?;
+
+    let template_path =
+        index_template.map_or_else(|| root.join("app/index.html"), Path::to_path_buf);
+    let template = fs::read_to_string(&template_path).with_context(|| {
+        format!(
+            "reading {}: the page template with {{{{css}}}}, {{{{js}}}} and {{{{wasm}}}} placeholders",
+            display_path(&template_path)
+        )
+    })?;
+    let index = render_index(&template, &css_name, &js_name, &wasm_name)?;
+    write(&dist.join("index.html"), index.as_bytes())?;
+
+    copy_public(&root.join("public"), &dist)?;
+
+    let mut compressed = vec![dist.join("index.html")];
+    collect_files(&assets, &mut compressed)?;
+    for file in &compressed {
+        precompress(file)?;
+    }
+
+    let js_files: Vec<PathBuf> = match &snippets {
+        Some(dir) => {
+            let mut files = vec![assets.join(&js_name)];
+            collect_files(&assets.join(dir), &mut files)?;
+            files
+        }
+        None => vec![assets.join(&js_name)],
+    };
+    let rows = [
+        SizeRow::measure("wasm", &[assets.join(&wasm_name)])?,
+        SizeRow::measure(
+            if snippets.is_some() {
+                "js+snippets"
+            } else {
+                "js"
+            },
+            &js_files,
+        )?,
+        SizeRow::measure("css", &[assets.join(&css_name)])?,
+    ];
+    print_sizes(&rows);
+    println!("dist: wrote {}", display_path(&dist));
+    Ok(())
+}
+
+/// Returns the locked wasm-bindgen version after checking that the wasm-bindgen library the app
+/// links and the bindgen library xtask links agree. They share an unversioned schema; a mismatch
+/// fails at bindgen time with a cryptic "schema version" error, or worse, not at all.
+pub fn check_bindgen_versions(lock: &str) -> Result<String> {
+    let runtime = locked_versions(lock, "wasm-bindgen");
+    let cli = locked_versions(lock, "wasm-bindgen-cli-support");
+    let [runtime] = runtime.as_slice() else {
+        bail!("Cargo.lock should hold exactly one wasm-bindgen version, found {runtime:?}");
+    };
+    let [cli] = cli.as_slice() else {
+        bail!("Cargo.lock should hold exactly one wasm-bindgen-cli-support version, found {cli:?}");
+    };
+    ensure!(
+        runtime == cli,
+        "Cargo.lock has wasm-bindgen {runtime} but wasm-bindgen-cli-support {cli}; \
+         pin both to the same `=` version in the workspace Cargo.toml"
+    );
+    Ok(runtime.clone())
+}
+
+/// Every version of `name` in a Cargo.lock (`[[package]]` blocks, `name` before `version`).
+fn locked_versions(lock: &str, name: &str) -> Vec<String> {
+    let wanted = format!("name = \"{name}\"");
+    let mut versions = Vec::new();
+    let mut in_package = false;
+    for line in lock.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_package = false;
+        } else if line == wanted {
+            in_package = true;
+        } else if in_package && let Some(rest) = line.strip_prefix("version = \"") {
+            versions.push(rest.trim_end_matches('"').to_owned());
+            in_package = false;
+        }
+    }
+    versions
+}
+
+/// Installs the wasm target through rustup when missing (fresh machines and CI images).
+fn ensure_wasm_target() -> Result<()> {
+    let installed = util::read(util::command("rustup").args(["target", "list", "--installed"]))
+        .context("listing rustup targets (the wasm build needs rustup)")?;
+    if installed.lines().any(|l| l.trim() == WASM_TARGET) {
+        return Ok(());
+    }
+    util::run(util::command("rustup").args(["target", "add", WASM_TARGET]))
+}
+
+/// Refuses a wasm-opt that is missing or too old to understand rustc's default features.
+fn check_wasm_opt(path: &Path) -> Result<()> {
+    ensure!(
+        path.is_file(),
+        "{} is missing; run `npm ci` in end2end/ (a wasm-opt on PATH is not used: \
+         Debian's is too old and produces broken modules)",
+        path.display()
+    );
+    let out = util::read(util::command(path).arg("--version"))?;
+    let version = wasm_opt_version(&out)
+        .with_context(|| format!("{} printed an unexpected version: {out:?}", path.display()))?;
+    ensure!(
+        version >= MIN_WASM_OPT_VERSION,
+        "{} is binaryen version {version}; need at least {MIN_WASM_OPT_VERSION} \
+         (update `binaryen` in end2end/package.json and run `npm ci`)",
+        path.display()
+    );
+    Ok(())
+}
+
+/// Parses `wasm-opt version 132 (version_132)` into 132.
+fn wasm_opt_version(output: &str) -> Option<u32> {
+    let rest = output.trim().strip_prefix("wasm-opt version ")?;
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+/// Where cargo puts build output, honouring `CARGO_TARGET_DIR` like cargo does.
+fn target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => repo_root().join(dir),
+        None => repo_root().join("target"),
+    }
+}
+
+/// Empties `dir` so files from an earlier build (old hashes) don't linger.
+fn recreate_dir(dir: &Path) -> Result<()> {
+    if dir.exists() {
+        fs::remove_dir_all(dir).with_context(|| format!("removing {}", display_path(dir)))?;
+    }
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", display_path(dir)))
+}
+
+fn write(path: &Path, bytes: &[u8]) -> Result<()> {
+    fs::write(path, bytes).with_context(|| format!("writing {}", display_path(path)))
+}
+
+/// The first 16 hex digits of the content's SHA-256.
+fn content_hash(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// `tower-<hash16>.<ext>`: the name changes whenever the bytes do, so assets can be cached forever.
+fn hashed_name(ext: &str, bytes: &[u8]) -> String {
+    format!("{OUT_NAME}-{}.{ext}", content_hash(bytes))
+}
+
+/// Points the glue at the hashed wasm and makes it start the app on load, so `index.html` needs
+/// only a `<script type="module" src>`.
+fn finish_glue(glue: &str, wasm_name: &str) -> Result<String> {
+    let default_wasm = format!("'{OUT_NAME}_bg.wasm'");
+    ensure!(
+        glue.contains(&default_wasm),
+        "the wasm-bindgen glue no longer contains {default_wasm}; \
+         the dist pipeline must learn the new way the glue finds its wasm"
+    );
+    ensure!(
+        glue.contains("__wbg_init as default") || glue.contains("export default __wbg_init"),
+        "the wasm-bindgen glue no longer exports `__wbg_init` as its default; \
+         the dist pipeline must learn the new name of the init function"
+    );
+    let mut glue = glue.replace(&default_wasm, &format!("'{wasm_name}'"));
+    if !glue.ends_with('\n') {
+        glue.push('\n');
+    }
+    glue.push_str("\n__wbg_init();\n");
+    Ok(glue)
+}
+
+/// Copies wasm-bindgen's `snippets/` (inline JS and local modules) to `assets/snippets-<hash>/`
+/// and returns that directory name, so snippets are cache-busted like every other asset.
+fn copy_snippets(src: &Path, assets: &Path) -> Result<Option<String>> {
+    if !src.is_dir() {
+        return Ok(None);
+    }
+    let mut files = Vec::new();
+    collect_files(src, &mut files)?;
+    files.sort();
+    let mut hasher = Sha256::new();
+    for file in &files {
+        hasher.update(file.strip_prefix(src)?.to_string_lossy().as_bytes());
+        hasher.update(fs::read(file)?);
+    }
+    let dir = format!("snippets-{}", &content_hash(&hasher.finalize()));
+    for file in &files {
+        let dest = assets.join(&dir).join(file.strip_prefix(src)?);
+        if let Some(parent) = dest.parent() {
+            fs::create_dir_all(parent)?;
+        }
+        fs::copy(file, &dest).with_context(|| format!("copying {}", display_path(file)))?;
+    }
+    Ok(Some(dir))
+}
+
+/// `style/*.css` in name order, one stylesheet so the first paint waits on one request.
+fn concat_css(dir: &Path) -> Result<String> {
+    let mut files: Vec<PathBuf> = match fs::read_dir(dir) {
+        Ok(entries) => entries
+            .map(|e| e.map(|e| e.path()))
+            .collect::<Result<_, _>>()?,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(err) => return Err(err).context("reading style/"),
+    };
+    files.retain(|p| p.extension().is_some_and(|e| e == "css") && p.is_file());
+    files.sort();
+    if files.is_empty() {
+        println!("warning: style/ has no .css files; the stylesheet is empty");
+    }
+    let mut css = String::new();
+    for file in files {
+        let text = fs::read_to_string(&file)
+            .with_context(|| format!("reading {}", display_path(&file)))?;
+        css.push_str(&text);
+        if !css.ends_with('\n') {
+            css.push('\n');
+        }
+    }
+    Ok(css)
+}
+
+/// Fills `{{css}}`, `{{js}}` and `{{wasm}}` with `/assets/<file>` paths. Without `{{js}}` the app
+/// would never start; any `{{` left over is a typo that would otherwise ship.
+fn render_index(template: &str, css: &str, js: &str, wasm: &str) -> Result<String> {
+    ensure!(
+        template.contains("{{js}}"),
+        "app/index.html has no {{{{js}}}} placeholder, so the app would never load"
+    );
+    for name in ["css", "wasm"] {
+        if !template.contains(&format!("{{{{{name}}}}}")) {
+            println!("warning: app/index.html has no {{{{{name}}}}} placeholder");
+        }
+    }
+    let html = template
+        .replace("{{css}}", &format!("/assets/{css}"))
+        .replace("{{js}}", &format!("/assets/{js}"))
+        .replace("{{wasm}}", &format!("/assets/{wasm}"));
+    if let Some(at) = html.find("{{") {
+        let unknown: String = html[at..].chars().take(24).collect();
+        bail!("app/index.html has an unknown placeholder near {unknown:?}");
+    }
+    Ok(html)
+}
+
+/// Copies `public/**` to the root of `dist/`; refuses to overwrite a generated file.
+fn copy_public(public: &Path, dist: &Path) -> Result<()> {
+    if !public.is_dir() {
+        return Ok(());
+    }
+    let mut files = Vec::new();
+    collect_files(public, &mut files)?;
+    for file in files {
+        let dest = dist.join(file.strip_prefix(public)?);
+        ensure!(
+            !dest.exists(),
+            "{} would overwrite the generated {}",
+            display_path(&file),
+            display_path(&dest)
+        );
+        if let Some(parent) = dest.parent() {
+            fs::create_dir_all(parent)?;
+        }
+        fs::copy(&file, &dest).with_context(|| format!("copying {}", display_path(&file)))?;
+    }
+    Ok(())
+}
+
+/// Appends every regular file under `dir`, recursively.
+fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    for entry in fs::read_dir(dir).with_context(|| format!("reading {}", display_path(dir)))? {
+        let path = entry?.path();
+        if path.is_dir() {
+            collect_files(&path, out)?;
+        } else {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// Writes `<file>.br` (quality 11) and `<file>.gz` (best): build time is cheap, bytes on the
+/// wire are not, and the server can then send them without compressing per request.
+fn precompress(file: &Path) -> Result<()> {
+    let bytes = fs::read(file)?;
+    let br = brotli(&bytes)?;
+    write(&with_suffix(file, "br"), &br)?;
+    let gz = gzip(&bytes)?;
+    write(&with_suffix(file, "gz"), &gz)
+}
+
+fn brotli(bytes: &[u8]) -> Result<Vec<u8>> {
+    let params = brotli::enc::BrotliEncoderParams {
+        quality: 11,
+        // The format's largest window; every browser decoder accepts it.
+        lgwin: 24,
+        ..Default::default()
+    };
+    let mut out = Vec::new();
+    brotli::BrotliCompress(&mut &bytes[..], &mut out, &params)?;
+    Ok(out)
+}
+
+fn gzip(bytes: &[u8]) -> Result<Vec<u8>> {
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    encoder.write_all(bytes)?;
+    Ok(encoder.finish()?)
+}
+
+/// `file.ext` → `file.ext.<suffix>`.
+fn with_suffix(file: &Path, suffix: &str) -> PathBuf {
+    let mut name = file.as_os_str().to_owned();
+    name.push(".");
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// One line of the size table.
+struct SizeRow {
+    label: &'static str,
+    raw: u64,
+    gzip: u64,
+    brotli: u64,
+}
+
+impl SizeRow {
+    /// Sums the sizes of `files` and their precompressed siblings.
+    fn measure(label: &'static str, files: &[PathBuf]) -> Result<Self> {
+        let size = |p: &Path| -> Result<u64> {
+            Ok(fs::metadata(p)
+                .with_context(|| format!("measuring {}", display_path(p)))?
+                .len())
+        };
+        let mut row = SizeRow {
+            label,
+            raw: 0,
+            gzip: 0,
+            brotli: 0,
+        };
+        for file in files {
+            row.raw += size(file)?;
+            row.gzip += size(&with_suffix(file, "gz"))?;
+            row.brotli += size(&with_suffix(file, "br"))?;
+        }
+        Ok(row)
+    }
+}
+
+fn print_sizes(rows: &[SizeRow]) {
+    let total = SizeRow {
+        label: "total",
+        raw: rows.iter().map(|r| r.raw).sum(),
+        gzip: rows.iter().map(|r| r.gzip).sum(),
+        brotli: rows.iter().map(|r| r.brotli).sum(),
+    };
+    let cell = |n: u64| format!("{n} ({})", human(n));
+    println!();
+    println!("{:<12} {:>22} {:>22} {:>22}", "", "raw", "gzip", "brotli");
+    for row in rows.iter().chain([&total]) {
+        println!(
+            "{:<12} {:>22} {:>22} {:>22}",
+            row.label,
+            cell(row.raw),
+            cell(row.gzip),
+            cell(row.brotli)
+        );
+    }
+    println!();
+    if total.brotli <= FIRST_LOAD_BUDGET {
+        println!(
+            "first load: {} brotli, within the {} budget",
+            human(total.brotli),
+            human(FIRST_LOAD_BUDGET)
+        );
+    } else {
+        println!(
+            "warning: first load is {} brotli, over the {} budget by {}",
+            human(total.brotli),
+            human(FIRST_LOAD_BUDGET),
+            human(total.brotli - FIRST_LOAD_BUDGET)
+        );
+    }
+}
+
+/// Bytes in decimal units (B, KB, MB), matching how the budget is stated.
+fn human(bytes: u64) -> String {
+    // Precision loss only matters beyond 2^53 bytes.
+    #[allow(clippy::cast_precision_loss)]
+    let b = bytes as f64;
+    if bytes < 1_000 {
+        format!("{bytes} B")
+    } else if bytes < 1_000_000 {
+        format!("{:.1} KB", b / 1e3)
+    } else {
+        format!("{:.2} MB", b / 1e6)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_real_lockfile_pins_wasm_bindgen_and_its_cli_support_to_one_version() {
+        let lock = fs::read_to_string(repo_root().join("Cargo.lock")).expect("Cargo.lock");
+        let version = check_bindgen_versions(&lock).expect("matching versions");
+        assert!(version.starts_with("0.2."), "{version}");
+    }
+
+    #[test]
+    fn mismatched_bindgen_versions_are_refused_naming_both() {
+        let lock = r#"
+[[package]]
+name = "wasm-bindgen"
+version = "0.2.100"
+source = "registry+https://github.com/rust-lang/crates.io-index"
+
+[[package]]
+name = "wasm-bindgen-cli-support"
+version = "0.2.101"
+"#;
+        let err = check_bindgen_versions(lock)
+            .expect_err("mismatch")
+            .to_string();
+        assert!(err.contains("0.2.100") && err.contains("0.2.101"), "{err}");
+    }
+
+    #[test]
+    fn a_lockfile_without_the_cli_support_is_refused() {
+        let lock = "[[package]]\nname = \"wasm-bindgen\"\nversion = \"0.2.100\"\n";
+        assert!(check_bindgen_versions(lock).is_err());
+    }
+
+    #[test]
+    fn wasm_opt_version_is_read_from_its_banner() {
+        assert_eq!(
+            wasm_opt_version("wasm-opt version 132 (version_132)\n"),
+            Some(132)
+        );
+        assert_eq!(wasm_opt_version("wasm-opt version 108\n"), Some(108));
+        assert_eq!(wasm_opt_version("something else"), None);
+    }
+
+    #[test]
+    fn glue_loads_the_hashed_wasm_and_starts_the_app() {
+        let glue = "module_or_path = new URL('tower_bg.wasm', import.meta.url);\n\
+                    export { initSync, __wbg_init as default };\n";
+        let out = finish_glue(glue, "tower-0123456789abcdef.wasm").expect("glue");
+        assert!(out.contains("new URL('tower-0123456789abcdef.wasm', import.meta.url)"));
+        assert!(!out.contains("tower_bg.wasm"));
+        assert!(out.ends_with("\n__wbg_init();\n"));
+    }
+
+    #[test]
+    fn glue_without_the_expected_init_export_is_refused() {
+        let glue = "new URL('tower_bg.wasm', import.meta.url);\nexport { init as default };\n";
+        assert!(finish_glue(glue, "x.wasm").is_err());
+    }
+
+    #[test]
+    fn index_placeholders_become_asset_paths() {
+        let html = render_index(
+            r#"<link href="{{css}}"><link rel="preload" href="{{wasm}}"><script src="{{js}}">"#,
+            "a.css",
+            "b.js",
+            "c.wasm",
+        )
+        .expect("rendered");
+        assert_eq!(
+            html,
+            r#"<link href="/assets/a.css"><link rel="preload" href="/assets/c.wasm"><script src="/assets/b.js">"#
+        );
+    }
+
+    #[test]
+    fn index_with_an_unknown_placeholder_is_refused() {
+        assert!(render_index("{{js}} {{jss}}", "a", "b", "c").is_err());
+    }
+
+    #[test]
+    fn hashed_names_have_sixteen_hex_digits() {
+        let name = hashed_name("wasm", b"hello");
+        assert_eq!(name, "tower-2cf24dba5fb0a30e.wasm");
+    }
+}

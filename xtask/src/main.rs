@@ -1,0 +1,49 @@
+//! Tower's build orchestration, run as `cargo xtask <command>` (see `.cargo/config.toml`).
+
+mod dist;
+mod run;
+mod test;
+mod util;
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+/// Build, run and test Tower.
+#[derive(Parser)]
+#[command(name = "cargo xtask")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Build the SPA into dist/: hashed wasm, JS and CSS, index.html, precompressed copies.
+    Dist {
+        /// Page template to use instead of app/index.html.
+        #[arg(long, value_name = "PATH")]
+        index_html: Option<PathBuf>,
+    },
+    /// Build the SPA and the server, then serve at http://127.0.0.1:8080 with the sandbox.
+    Run {
+        /// Extra arguments for `tower serve`, after `--`.
+        #[arg(last = true)]
+        args: Vec<String>,
+    },
+    /// Format check, clippy (native and wasm32), tests, then the Playwright suite.
+    Test {
+        /// Skip the SPA build and the browser tests.
+        #[arg(long)]
+        skip_e2e: bool,
+    },
+}
+
+fn main() -> Result<()> {
+    match Cli::parse().command {
+        Command::Dist { index_html } => dist::dist(index_html.as_deref()),
+        Command::Run { args } => run::run(&args),
+        Command::Test { skip_e2e } => test::test(skip_e2e),
+    }
+}

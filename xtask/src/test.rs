@@ -1,0 +1,290 @@
+//! `cargo xtask test`: everything CI checks, in order, stopping at the first failure, ending with
+//! one `summary: <P> passed, <F> failed, <S> skipped` line over Rust and Playwright tests.
+
+use std::fs;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use crate::dist;
+use crate::util::{self, repo_root};
+
+/// Where Debian's Chromium lives; `end2end/playwright.config.ts` launches it from here.
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+/// Test counts, summed over every runner.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    /// Tests that passed (Playwright's flaky ones included: they passed on retry).
+    pub passed: u64,
+    /// Tests that failed or were interrupted.
+    pub failed: u64,
+    /// Ignored Rust tests and skipped or not-run Playwright tests.
+    pub skipped: u64,
+    /// Playwright tests that needed a retry; reported separately because a flaky test is a bug.
+    pub flaky: u64,
+}
+
+impl std::ops::AddAssign for Counts {
+    fn add_assign(&mut self, other: Self) {
+        self.passed += other.passed;
+        self.failed += other.failed;
+        self.skipped += other.skipped;
+        self.flaky += other.flaky;
+    }
+}
+
+/// Runs every check; `skip_e2e` leaves out the browser build and Playwright for quick local runs.
+pub fn test(skip_e2e: bool) -> Result<()> {
+    let mut counts = Counts::default();
+    let mut timings: Vec<(&str, Duration)> = Vec::new();
+    let outcome = run_steps(skip_e2e, &mut counts, &mut timings);
+
+    println!();
+    for (name, took) in &timings {
+        println!("  {:>7.1}s  {name}", took.as_secs_f64());
+    }
+    if counts.flaky > 0 {
+        println!(
+            "warning: {} flaky Playwright test(s) — a flaky test is a bug",
+            counts.flaky
+        );
+    }
+    println!(
+        "summary: {} passed, {} failed, {} skipped",
+        counts.passed, counts.failed, counts.skipped
+    );
+    outcome?;
+    if counts.failed > 0 {
+        bail!("{} test(s) failed", counts.failed);
+    }
+    Ok(())
+}
+
+/// A step's name and what it runs; returns the counts it observed, if it runs tests.
+type Step = (&'static str, Box<dyn FnOnce() -> Result<Counts>>);
+
+fn run_steps(
+    skip_e2e: bool,
+    counts: &mut Counts,
+    timings: &mut Vec<(&'static str, Duration)>,
+) -> Result<()> {
+    let mut steps: Vec<Step> = vec![
+        ("fmt", Box::new(|| cargo_step(&["fmt", "--all", "--check"]))),
+        (
+            "clippy (native)",
+            // `--workspace` here and for `cargo test`: the same package set unifies features the
+            // same way, so the test step reuses clippy's dependency builds instead of redoing them.
+            Box::new(|| {
+                cargo_step(&[
+                    "clippy",
+                    "--workspace",
+                    "--all-targets",
+                    "--",
+                    "-D",
+                    "warnings",
+                ])
+            }),
+        ),
+        (
+            "clippy (app, wasm32)",
+            Box::new(|| {
+                cargo_step(&[
+                    "clippy",
+                    "-p",
+                    "app",
+                    "--target",
+                    "wasm32-unknown-unknown",
+                    "--",
+                    "-D",
+                    "warnings",
+                ])
+            }),
+        ),
+        ("cargo test", Box::new(cargo_test)),
+    ];
+    if !skip_e2e {
+        steps.push((
+            "dist",
+            Box::new(|| dist::dist(None).map(|()| Counts::default())),
+        ));
+        steps.push((
+            "build server",
+            Box::new(|| cargo_step(&["build", "-p", "server", "--bin", "tower"])),
+        ));
+        steps.push(("playwright", Box::new(playwright)));
+    }
+
+    let total = steps.len();
+    for (i, (name, step)) in steps.into_iter().enumerate() {
+        println!("\n==> [{}/{total}] {name}", i + 1);
+        let started = Instant::now();
+        let result = step();
+        timings.push((name, started.elapsed()));
+        let step_counts = result.with_context(|| format!("step `{name}` failed"))?;
+        *counts += step_counts;
+        if step_counts.failed > 0 {
+            bail!("step `{name}`: {} test(s) failed", step_counts.failed);
+        }
+    }
+    Ok(())
+}
+
+fn cargo_step(args: &[&str]) -> Result<Counts> {
+    util::run(&mut util::cargo(args))?;
+    Ok(Counts::default())
+}
+
+/// `cargo test --workspace`, streamed to the terminal and parsed for its result lines.
+fn cargo_test() -> Result<Counts> {
+    let out = util::tee(&mut util::cargo(["test", "--workspace"]))?;
+    let counts = parse_cargo_test(&out.stdout);
+    // A compile error or a crashed test binary prints no result line yet fails the run.
+    if !out.success && counts.failed == 0 {
+        bail!("`cargo test` failed before reporting a failing test");
+    }
+    Ok(counts)
+}
+
+/// Sums `test result: ok. N passed; M failed; K ignored; …` lines (unit, integration, doc tests).
+fn parse_cargo_test(stdout: &str) -> Counts {
+    let mut counts = Counts::default();
+    for line in stdout.lines() {
+        let Some(rest) = line.trim().strip_prefix("test result: ") else {
+            continue;
+        };
+        for part in rest.split([';', '.']) {
+            let mut words = part.split_whitespace();
+            let (Some(n), Some(what)) = (words.next(), words.next()) else {
+                continue;
+            };
+            let Ok(n) = n.parse::<u64>() else { continue };
+            match what {
+                "passed" => counts.passed += n,
+                "failed" => counts.failed += n,
+                "ignored" => counts.skipped += n,
+                _ => {}
+            }
+        }
+    }
+    counts
+}
+
+/// Playwright against the freshly built server binary and `dist/`.
+fn playwright() -> Result<Counts> {
+    ensure_chromium()?;
+    util::ensure_node_modules()?;
+    let root = repo_root();
+    // Chromium leaves profile folders in TMPDIR; keep them inside the (ignored) repo scratch space.
+    let tmp = root.join(".tmp/playwright");
+    fs::create_dir_all(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+    let mut npx = util::command("npx");
+    npx.args(["playwright", "test"])
+        .current_dir(util::end2end_dir())
+        .env("TMPDIR", &tmp)
+        .env("TOWER_BIN", root.join("target/debug/tower"))
+        .env("TOWER_ASSETS", root.join("dist"));
+    let out = util::tee(&mut npx)?;
+    let counts = parse_playwright(&out.stdout);
+    if !out.success && counts.failed == 0 {
+        bail!("Playwright failed before reporting a failing test");
+    }
+    Ok(counts)
+}
+
+/// Reads Playwright's closing summary (`  3 passed (4.1s)`, `  1 failed`, `  2 skipped`,
+/// `  1 flaky`, `  1 did not run`, `  1 interrupted`), as the list, line and dot reporters print it.
+fn parse_playwright(stdout: &str) -> Counts {
+    let mut counts = Counts::default();
+    for line in stdout.lines() {
+        let line = line.trim();
+        let Some((n, rest)) = line.split_once(' ') else {
+            continue;
+        };
+        let Ok(n) = n.parse::<u64>() else { continue };
+        let what = rest.split(" (").next().unwrap_or(rest).trim();
+        match what {
+            "passed" => counts.passed += n,
+            "flaky" => {
+                counts.passed += n;
+                counts.flaky += n;
+            }
+            "failed" | "interrupted" => counts.failed += n,
+            "skipped" | "did not run" => counts.skipped += n,
+            _ => {}
+        }
+    }
+    counts
+}
+
+/// Makes sure Debian's Chromium is installed, installing it when running as root (CI images).
+fn ensure_chromium() -> Result<()> {
+    if Path::new(CHROMIUM).exists() {
+        return Ok(());
+    }
+    let uid = util::read(util::command("id").arg("-u")).context("checking the user id")?;
+    if uid.trim() != "0" {
+        bail!("{CHROMIUM} is missing; install it with `sudo apt-get install chromium`");
+    }
+    util::run(util::command("apt-get").arg("update"))?;
+    util::run(
+        util::command("apt-get")
+            .args(["install", "-y", "chromium"])
+            .env("DEBIAN_FRONTEND", "noninteractive"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cargo_test_result_lines_are_summed_across_binaries_and_doctests() {
+        let out = "\
+running 3 tests
+test a ... ok
+test result: ok. 3 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.01s
+
+test result: FAILED. 4 passed; 2 failed; 0 ignored; 0 measured; 0 filtered out; finished in 1.20s
+   Doc-tests shared
+test result: ok. 0 passed; 0 failed; 3 ignored; 0 measured; 0 filtered out; finished in 0.00s
+";
+        let counts = parse_cargo_test(out);
+        assert_eq!((counts.passed, counts.failed, counts.skipped), (7, 2, 4));
+    }
+
+    #[test]
+    fn test_names_that_look_like_counts_are_not_counted() {
+        let out = "test passed_3_times ... ok\n";
+        assert_eq!(parse_cargo_test(out), Counts::default());
+    }
+
+    #[test]
+    fn playwright_summary_is_read_including_flaky_and_not_run() {
+        let out = "\
+Running 9 tests using 2 workers
+
+  ✓  1 [chromium] › fleet.spec.ts:3:1 › guest sees the fleet (1.2s)
+  ✘  2 [chromium] › releases.spec.ts:8:1 › promote opens a PR (3.0s)
+
+  1 failed
+    [chromium] › releases.spec.ts:8:1 › promote opens a PR
+  1 flaky
+    [chromium] › fleet.spec.ts:9:1 › live updates arrive
+  2 skipped
+  1 did not run
+  4 passed (12.3s)
+";
+        let counts = parse_playwright(out);
+        assert_eq!(
+            counts,
+            Counts {
+                passed: 5,
+                failed: 1,
+                skipped: 3,
+                flaky: 1
+            }
+        );
+    }
+}
