@@ -21,9 +21,10 @@ const OUT_NAME: &str = "tower";
 /// write modules that fail to instantiate instead of refusing them.
 const MIN_WASM_OPT_VERSION: u32 = 116;
 
-/// Features rustc ≥ 1.87 enables by default for wasm32-unknown-unknown (LLVM's `generic` CPU),
-/// plus what wasm-bindgen's externref pass emits. wasm-opt only assumes the MVP and rejects or
-/// mangles the module without them; every one of these ships in Chromium since 2021.
+/// The features rustc 1.95 enables by default for wasm32-unknown-unknown (LLVM's `generic` CPU),
+/// exactly the module's `target_features` section as `wasm-opt --print-features` lists it.
+/// wasm-opt would read that section itself, but stating them keeps the build working if a tool
+/// strips the section; all of them ship in Chromium since 2021.
 const WASM_OPT_FEATURES: &[&str] = &[
     "--enable-bulk-memory",
     "--enable-bulk-memory-opt",
@@ -124,12 +125,7 @@ pub fn dist(index_template: Option<&Path>) -> Result<()> {
 
     copy_public(&root.join("public"), &dist)?;
 
-    let mut compressed = vec![dist.join("index.html")];
-    collect_files(&assets, &mut compressed)?;
-    for file in &compressed {
-        precompress(file)?;
-    }
-
+    // Listed before precompressing, which adds `.br`/`.gz` siblings to these directories.
     let js_files: Vec<PathBuf> = match &snippets {
         Some(dir) => {
             let mut files = vec![assets.join(&js_name)];
@@ -138,6 +134,12 @@ pub fn dist(index_template: Option<&Path>) -> Result<()> {
         }
         None => vec![assets.join(&js_name)],
     };
+    let mut compressed = vec![dist.join("index.html")];
+    collect_files(&assets, &mut compressed)?;
+    for file in &compressed {
+        precompress(file)?;
+    }
+
     let rows = [
         SizeRow::measure("wasm", &[assets.join(&wasm_name)])?,
         SizeRow::measure(

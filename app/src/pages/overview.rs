@@ -41,11 +41,12 @@ pub fn Overview() -> impl IntoView {
             .target()
             .and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlInputElement>(t).ok())
             .is_some();
-        if event.key() == "/" && !typing {
-            if let Some(input) = search_box.get() {
-                event.prevent_default();
-                let _ = input.focus();
-            }
+        if event.key() == "/"
+            && !typing
+            && let Some(input) = search_box.get()
+        {
+            event.prevent_default();
+            let _ = input.focus();
         }
     });
     on_cleanup(move || shortcut.remove());
