@@ -4,6 +4,8 @@
 /// A fake Kubernetes API server that real kube-rs clients and kubectl talk to.
 pub mod apiserver;
 pub mod fixtures;
+pub mod platform;
+pub mod world;
 
 use std::net::SocketAddr;
 

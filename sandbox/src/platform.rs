@@ -1,0 +1,218 @@
+//! The platform resources (Component, Release, Database, DatabaseSchema) the plan implies. The GitOps
+//! repository's `platform/` files and the management cluster's objects are both built from these functions,
+//! so the two agree byte for byte in content.
+
+use shared::crd::{
+    ChartRef, Component, ComponentSpec, Database, DatabaseBinding, DatabaseEngine, DatabaseSchema,
+    DatabaseSchemaSpec, DatabaseSize, DatabaseSpec, ImageRef, Release, ReleaseSpec, TemplateRef,
+};
+
+use crate::world::{
+    Commit, Histories, ORGANISATION, PLATFORM_NAMESPACE, REGISTRY, ServicePlan, TEMPLATE_VERSION,
+};
+
+/// The Component of `plan`, as `platform/registry/<name>.yaml` declares it.
+pub fn component(plan: &ServicePlan) -> Component {
+    let mut component = Component::new(
+        plan.name,
+        ComponentSpec {
+            owner: plan.team.into(),
+            repository: format!("{ORGANISATION}/{}", plan.name),
+            template: TemplateRef {
+                name: plan.template.into(),
+                version: TEMPLATE_VERSION.into(),
+            },
+            description: plan.description.into(),
+            depends_on: plan.depends_on.iter().map(|s| (*s).to_string()).collect(),
+        },
+    );
+    component.metadata.namespace = Some(PLATFORM_NAMESPACE.into());
+    component
+}
+
+/// The name of a service's Release in an environment: `<svc>-<env>`.
+pub fn release_name(service: &str, environment: &str) -> String {
+    format!("{service}-{environment}")
+}
+
+/// The Release running `commit` of `plan` in `environment`.
+pub fn release(plan: &ServicePlan, environment: &str, commit: &Commit) -> Release {
+    let version = commit.short().to_string();
+    let mut release = Release::new(
+        &release_name(plan.name, environment),
+        ReleaseSpec {
+            component: plan.name.into(),
+            environment: environment.into(),
+            version: version.clone(),
+            image: ImageRef {
+                repository: format!("{REGISTRY}/{}", plan.name),
+                tag: version.clone(),
+            },
+            chart: ChartRef {
+                repository: format!("{ORGANISATION}/{}", plan.name),
+                path: "chart".into(),
+                revision: version,
+            },
+            auto_deploy: environment == "dev",
+            databases: if plan.database {
+                vec![DatabaseBinding {
+                    database: plan.name.into(),
+                    secret_name: format!("{}-db", plan.name),
+                }]
+            } else {
+                Vec::new()
+            },
+        },
+    );
+    release.metadata.namespace = Some(PLATFORM_NAMESPACE.into());
+    release.metadata.labels = Some(labels(plan.name, environment));
+    release
+}
+
+/// The Releases of every service in every environment, as the plan has them.
+pub fn releases(histories: &Histories) -> Vec<Release> {
+    crate::world::SERVICES
+        .iter()
+        .flat_map(|plan| {
+            crate::world::ENVIRONMENTS
+                .iter()
+                .filter_map(move |environment| {
+                    histories
+                        .running(plan, environment)
+                        .map(|commit| release(plan, environment, commit))
+                })
+        })
+        .collect()
+}
+
+/// The Database of `plan` in `environment` (only for services that have one).
+pub fn database(plan: &ServicePlan, environment: &str) -> Database {
+    let mut database = Database::new(
+        &format!("{}-{environment}", plan.name),
+        DatabaseSpec {
+            environment: environment.into(),
+            name: plan.name.into(),
+            size: if environment == "prod" {
+                DatabaseSize::Medium
+            } else {
+                DatabaseSize::Small
+            },
+            engine: DatabaseEngine::Postgres,
+        },
+    );
+    database.metadata.namespace = Some(PLATFORM_NAMESPACE.into());
+    database.metadata.labels = Some(labels(plan.name, environment));
+    database
+}
+
+/// The schema version name of a set of migrations: the number of the newest one, zero-padded (`0004`).
+pub fn schema_version(migrations: &[String]) -> String {
+    migrations
+        .last()
+        .and_then(|file| file.split('_').next())
+        .unwrap_or("0000")
+        .to_string()
+}
+
+/// The DatabaseSchema applying `migrations` to `plan`'s database in `environment`.
+pub fn database_schema(
+    plan: &ServicePlan,
+    environment: &str,
+    migrations: &[String],
+) -> DatabaseSchema {
+    let mut schema = DatabaseSchema::new(
+        &format!("{}-{environment}", plan.name),
+        DatabaseSchemaSpec {
+            database: plan.name.into(),
+            environment: environment.into(),
+            version: schema_version(migrations),
+            migrations: migrations.to_vec(),
+        },
+    );
+    schema.metadata.namespace = Some(PLATFORM_NAMESPACE.into());
+    schema.metadata.labels = Some(labels(plan.name, environment));
+    schema
+}
+
+/// The migrations the plan says are applied to `plan`'s database in `environment`: what the running code
+/// ships, except where the plan has the prod database lag behind.
+pub fn applied_migrations(
+    plan: &ServicePlan,
+    environment: &str,
+    histories: &Histories,
+) -> Vec<String> {
+    let shipped = histories
+        .running(plan, environment)
+        .map(|commit| commit.migrations.clone())
+        .unwrap_or_default();
+    match (environment, plan.prod_schema_behind) {
+        ("prod", Some(count)) => shipped.into_iter().take(count).collect(),
+        _ => shipped,
+    }
+}
+
+/// The platform's discovery labels for a component in an environment.
+pub fn labels(component: &str, environment: &str) -> std::collections::BTreeMap<String, String> {
+    [
+        (
+            shared::crd::COMPONENT_LABEL.to_string(),
+            component.to_string(),
+        ),
+        (
+            shared::crd::ENVIRONMENT_LABEL.to_string(),
+            environment.to_string(),
+        ),
+    ]
+    .into()
+}
+
+/// Path of a Component in `application-repositories`.
+pub fn component_path(service: &str) -> String {
+    format!("platform/registry/{service}.yaml")
+}
+
+/// Path of a Release in `application-repositories`.
+pub fn release_path(service: &str, environment: &str) -> String {
+    format!("platform/environments/{environment}/{service}-release.yaml")
+}
+
+/// Path of a Database in `application-repositories`.
+pub fn database_path(database: &str, environment: &str) -> String {
+    format!("platform/environments/{environment}/{database}-database.yaml")
+}
+
+/// Path of a DatabaseSchema in `application-repositories`.
+pub fn schema_path(database: &str, environment: &str) -> String {
+    format!("platform/environments/{environment}/{database}-schema.yaml")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::world::{Histories, service};
+
+    #[test]
+    fn a_release_pins_image_and_chart_to_the_same_commit() {
+        let histories = Histories::synthetic();
+        let payments = service("payments").expect("payments");
+        let commit = histories.running(payments, "prod").expect("prod");
+        let release = release(payments, "prod", commit);
+        assert_eq!(release.spec.image.tag, commit.short());
+        assert_eq!(release.spec.chart.revision, release.spec.image.tag);
+        assert!(!release.spec.auto_deploy);
+        assert_eq!(release.spec.databases.len(), 1);
+    }
+
+    #[test]
+    fn the_payments_prod_database_lags_the_code_it_runs() {
+        let histories = Histories::synthetic();
+        let payments = service("payments").expect("payments");
+        let applied = applied_migrations(payments, "prod", &histories);
+        let shipped = &histories
+            .running(payments, "prod")
+            .expect("prod")
+            .migrations;
+        assert_eq!(schema_version(&applied), "0003");
+        assert_eq!(schema_version(shipped), "0004");
+    }
+}

@@ -1,0 +1,438 @@
+//! The plan of the sandbox's world: which services exist, who owns them, how their histories go and what
+//! runs where. The git repositories, the Kubernetes fixtures, the forge and the simulator all read this one
+//! plan, so they agree with each other.
+//!
+//! Everything here is static data and pure functions. Real commit ids come from the git repositories built
+//! from this plan ([`Histories`]): the fixtures refer to commits by their position in a service's history.
+
+use std::collections::BTreeMap;
+
+/// The GitHub organisation every repository lives in.
+pub const ORGANISATION: &str = "acme";
+/// The GitOps repository.
+pub const GITOPS_REPOSITORY: &str = "application-repositories";
+/// The container registry images are pushed to.
+pub const REGISTRY: &str = "ghcr.io/acme";
+/// The environments, each with its own workload cluster of the same name.
+pub const ENVIRONMENTS: [&str; 2] = ["dev", "prod"];
+/// The namespace on the workload clusters that a service runs in is the service's name; this is where the
+/// platform resources live on the management cluster.
+pub const PLATFORM_NAMESPACE: &str = shared::crd::PLATFORM_NAMESPACE;
+/// The namespace of Argo CD on the management cluster.
+pub const ARGOCD_NAMESPACE: &str = "argocd";
+/// The namespace of Tekton's runs on the management cluster.
+pub const CI_NAMESPACE: &str = "tekton-ci";
+
+/// A team and its members (demo identities of the forge's sign-in).
+#[derive(Debug, Clone, Copy)]
+pub struct Team {
+    /// The team's slug, used as Components' `spec.owner`.
+    pub slug: &'static str,
+    /// Display name.
+    pub name: &'static str,
+    /// Forge logins of its members.
+    pub members: &'static [&'static str],
+}
+
+/// The three teams of the fixture organisation.
+pub const TEAMS: [Team; 3] = [
+    Team {
+        slug: "payments",
+        name: "Payments",
+        members: &["ada", "grace"],
+    },
+    Team {
+        slug: "shop",
+        name: "Shop",
+        members: &["linus", "margaret"],
+    },
+    Team {
+        slug: "discovery",
+        name: "Discovery",
+        members: &["barbara", "ken"],
+    },
+];
+
+/// Forge logins of the platform admins (members of no service team).
+pub const ADMINS: [&str; 1] = ["root"];
+
+/// One commit of a service's planned history.
+#[derive(Debug, Clone, Copy)]
+pub struct CommitPlan {
+    /// The commit message's first line.
+    pub message: &'static str,
+    /// Whether its Tekton PipelineRun succeeds (a green build: image and chart at this commit).
+    pub green: bool,
+    /// A migration file this commit adds under `migrations/`, if any.
+    pub migration: Option<&'static str>,
+}
+
+const fn green(message: &'static str) -> CommitPlan {
+    CommitPlan {
+        message,
+        green: true,
+        migration: None,
+    }
+}
+const fn red(message: &'static str) -> CommitPlan {
+    CommitPlan {
+        message,
+        green: false,
+        migration: None,
+    }
+}
+const fn migrate(message: &'static str, file: &'static str) -> CommitPlan {
+    CommitPlan {
+        message,
+        green: true,
+        migration: Some(file),
+    }
+}
+
+/// One service of the fleet and its story.
+#[derive(Debug, Clone, Copy)]
+pub struct ServicePlan {
+    /// Name of the service, its Component, repository and namespace.
+    pub name: &'static str,
+    /// Owning team's slug.
+    pub team: &'static str,
+    /// What it does.
+    pub description: &'static str,
+    /// Scaffold template name.
+    pub template: &'static str,
+    /// Services it calls.
+    pub depends_on: &'static [&'static str],
+    /// Its database, if it has one (same name as the service).
+    pub database: bool,
+    /// Commit history of main, oldest first. The first commit is the scaffold.
+    pub commits: &'static [CommitPlan],
+    /// Index into `commits` of what runs in dev (always green).
+    pub dev: usize,
+    /// Index into `commits` of what runs in prod (always green).
+    pub prod: usize,
+    /// Index of what ran in prod before `prod` (the Rollback target), if anything did.
+    pub prod_previous: Option<usize>,
+    /// The schema version (number of migrations) applied to the prod database, when it lags the code.
+    pub prod_schema_behind: Option<usize>,
+    /// Public hostname.
+    pub host: &'static str,
+}
+
+/// The scaffold template version every fixture service was created from.
+pub const TEMPLATE_VERSION: &str = "1.4.0";
+
+/// The fleet: eight services, three teams, with the situations a portal must show.
+pub const SERVICES: [ServicePlan; 8] = [
+    ServicePlan {
+        name: "payments",
+        team: "payments",
+        description: "Takes card and wallet payments.",
+        template: "go-service",
+        depends_on: &["ledger"],
+        database: true,
+        commits: &[
+            migrate(
+                "Scaffold payments from go-service 1.4.0",
+                "0001_create_payments.sql",
+            ),
+            green("Add card authorisation"),
+            migrate("Store wallet tokens", "0002_add_wallet_tokens.sql"),
+            green("Retry declined captures once"),
+            migrate("Index payments by merchant", "0003_index_merchant.sql"),
+            green("Expose capture latency metric"),
+            migrate("Add refunds reference", "0004_add_refund_reference.sql"),
+            green("Tidy error messages"),
+        ],
+        dev: 7,
+        prod: 6,
+        prod_previous: Some(5),
+        // Prod runs code that ships 0004, but the prod database is still at 0003.
+        prod_schema_behind: Some(3),
+        host: "payments.acme.example",
+    },
+    ServicePlan {
+        name: "ledger",
+        team: "payments",
+        description: "Double-entry ledger of every money movement.",
+        template: "go-service",
+        depends_on: &[],
+        database: true,
+        commits: &[
+            migrate(
+                "Scaffold ledger from go-service 1.4.0",
+                "0001_create_entries.sql",
+            ),
+            green("Post entries in one transaction"),
+            migrate("Add accounts table", "0002_create_accounts.sql"),
+            green("Daily balance snapshot job"),
+            green("Bump go to 1.23"),
+        ],
+        dev: 4,
+        prod: 3,
+        prod_previous: Some(1),
+        prod_schema_behind: None,
+        host: "ledger.acme.example",
+    },
+    ServicePlan {
+        name: "refunds",
+        team: "payments",
+        description: "Refunds and chargebacks.",
+        template: "go-service",
+        depends_on: &["payments", "ledger"],
+        database: false,
+        commits: &[
+            green("Scaffold refunds from go-service 1.4.0"),
+            green("Partial refunds"),
+            red("Chargeback webhook (tests fail)"),
+            green("Fix chargeback webhook tests"),
+        ],
+        dev: 3,
+        prod: 1,
+        prod_previous: Some(0),
+        prod_schema_behind: None,
+        host: "refunds.acme.example",
+    },
+    ServicePlan {
+        name: "checkout",
+        team: "shop",
+        description: "Turns a cart into an order.",
+        template: "node-service",
+        depends_on: &["cart", "payments", "catalog"],
+        database: true,
+        commits: &[
+            migrate(
+                "Scaffold checkout from node-service 1.4.0",
+                "0001_create_orders.sql",
+            ),
+            green("Order confirmation e-mail"),
+            green("Apply vouchers"),
+            migrate("Store shipping address", "0002_add_shipping_address.sql"),
+            green("Show delivery estimate"),
+            green("Guest checkout"),
+        ],
+        dev: 5,
+        prod: 4,
+        prod_previous: Some(2),
+        prod_schema_behind: None,
+        host: "checkout.acme.example",
+    },
+    ServicePlan {
+        name: "cart",
+        team: "shop",
+        description: "Shopping carts.",
+        template: "node-service",
+        depends_on: &["catalog"],
+        database: false,
+        commits: &[
+            green("Scaffold cart from node-service 1.4.0"),
+            green("Merge guest cart on sign-in"),
+            green("Expire carts after 30 days"),
+        ],
+        dev: 2,
+        prod: 2,
+        prod_previous: Some(1),
+        prod_schema_behind: None,
+        host: "cart.acme.example",
+    },
+    ServicePlan {
+        name: "catalog",
+        team: "shop",
+        description: "Products, prices and stock.",
+        template: "go-service",
+        depends_on: &[],
+        database: true,
+        commits: &[
+            migrate(
+                "Scaffold catalog from go-service 1.4.0",
+                "0001_create_products.sql",
+            ),
+            green("Price history"),
+            migrate("Stock per warehouse", "0002_stock_per_warehouse.sql"),
+            green("Bulk price import"),
+            red("Switch image CDN (breaks thumbnails)"),
+        ],
+        // Dev runs the last green build; the red one never deployed.
+        dev: 3,
+        prod: 3,
+        prod_previous: Some(1),
+        prod_schema_behind: None,
+        host: "catalog.acme.example",
+    },
+    ServicePlan {
+        name: "search",
+        team: "discovery",
+        description: "Full-text product search.",
+        template: "rust-service",
+        depends_on: &["catalog"],
+        database: false,
+        commits: &[
+            green("Scaffold search from rust-service 1.4.0"),
+            green("Typo tolerance"),
+            green("Facets by brand"),
+            green("Cache hot queries"),
+        ],
+        dev: 3,
+        prod: 2,
+        prod_previous: Some(1),
+        prod_schema_behind: None,
+        host: "search.acme.example",
+    },
+    ServicePlan {
+        name: "recommendations",
+        team: "discovery",
+        description: "Products people also bought.",
+        template: "python-service",
+        depends_on: &["catalog", "search"],
+        database: false,
+        commits: &[
+            green("Scaffold recommendations from python-service 1.4.0"),
+            green("Co-purchase model"),
+            green("Nightly model refresh"),
+        ],
+        dev: 2,
+        prod: 1,
+        prod_previous: Some(0),
+        prod_schema_behind: None,
+        host: "recommendations.acme.example",
+    },
+];
+
+/// Looks a service plan up by name.
+pub fn service(name: &str) -> Option<&'static ServicePlan> {
+    SERVICES.iter().find(|s| s.name == name)
+}
+
+/// Looks a team up by slug.
+pub fn team(slug: &str) -> Option<&'static Team> {
+    TEAMS.iter().find(|t| t.slug == slug)
+}
+
+/// A commit as it exists in a service repository built from the plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Commit {
+    /// The full 40-hex commit id.
+    pub sha: String,
+    /// The first line of its message.
+    pub message: String,
+    /// The author's forge login.
+    pub author: String,
+    /// Commit time, RFC 3339.
+    pub time: String,
+    /// Whether its build is green.
+    pub green: bool,
+    /// Every migration file present at this commit, in order.
+    pub migrations: Vec<String>,
+}
+
+impl Commit {
+    /// The short id images are tagged with and versions are shown as: the first 7 hex digits.
+    pub fn short(&self) -> &str {
+        self.sha.get(..7).unwrap_or(&self.sha)
+    }
+}
+
+/// The real histories of every service repository, oldest commit first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Histories {
+    /// Commits by service name.
+    pub services: BTreeMap<String, Vec<Commit>>,
+}
+
+impl Histories {
+    /// The commit at `index` of `service`'s history.
+    pub fn commit(&self, service: &str, index: usize) -> Option<&Commit> {
+        self.services.get(service).and_then(|c| c.get(index))
+    }
+
+    /// What runs of `plan` in `environment` according to the plan.
+    pub fn running(&self, plan: &ServicePlan, environment: &str) -> Option<&Commit> {
+        let index = if environment == "prod" {
+            plan.prod
+        } else {
+            plan.dev
+        };
+        self.commit(plan.name, index)
+    }
+
+    /// Fake but well-formed histories for unit tests that do not build git repositories: commit ids are
+    /// derived from the service name and position.
+    pub fn synthetic() -> Self {
+        let services = SERVICES
+            .iter()
+            .map(|plan| {
+                let team = team(plan.team).map(|t| t.members[0]).unwrap_or("root");
+                let mut migrations = Vec::new();
+                let commits = plan
+                    .commits
+                    .iter()
+                    .enumerate()
+                    .map(|(index, commit)| {
+                        if let Some(file) = commit.migration {
+                            migrations.push(file.to_string());
+                        }
+                        Commit {
+                            sha: synthetic_sha(plan.name, index),
+                            message: commit.message.to_string(),
+                            author: team.to_string(),
+                            time: format!("2026-11-{:02}T09:00:00Z", 10 + index),
+                            green: commit.green,
+                            migrations: migrations.clone(),
+                        }
+                    })
+                    .collect();
+                (plan.name.to_string(), commits)
+            })
+            .collect();
+        Self { services }
+    }
+}
+
+fn synthetic_sha(service: &str, index: usize) -> String {
+    // FNV-1a over the name and position, repeated to 40 hex digits: stable and distinct enough for tests.
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in service.bytes().chain((index as u64).to_le_bytes()) {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{hash:016x}{hash:016x}{:08x}", hash as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_plan_is_consistent() {
+        for plan in &SERVICES {
+            assert!(
+                team(plan.team).is_some(),
+                "{} has an unknown team",
+                plan.name
+            );
+            for index in [plan.dev, plan.prod].into_iter().chain(plan.prod_previous) {
+                let commit = plan.commits.get(index).expect("position within history");
+                assert!(commit.green, "{} runs a red build at {index}", plan.name);
+            }
+            for dependency in plan.depends_on {
+                assert!(
+                    service(dependency).is_some(),
+                    "{} depends on unknown {dependency}",
+                    plan.name
+                );
+            }
+            assert!(plan.prod <= plan.dev, "{}: prod is ahead of dev", plan.name);
+        }
+        assert_eq!(SERVICES.len(), 8);
+        assert_eq!(TEAMS.len(), 3);
+    }
+
+    #[test]
+    fn synthetic_histories_follow_the_plan() {
+        let histories = Histories::synthetic();
+        let payments = service("payments").expect("payments");
+        let prod = histories.running(payments, "prod").expect("prod commit");
+        assert_eq!(prod.migrations.len(), 4);
+        assert_eq!(prod.short().len(), 7);
+        assert_ne!(histories.running(payments, "dev"), Some(prod));
+    }
+}
