@@ -6,13 +6,14 @@ mod test;
 mod util;
 
 use std::path::PathBuf;
+use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 /// Build, run and test Tower.
 #[derive(Parser)]
-#[command(name = "cargo xtask")]
+#[command(name = "xtask", bin_name = "cargo xtask")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -40,10 +41,19 @@ enum Command {
     },
 }
 
-fn main() -> Result<()> {
-    match Cli::parse().command {
+fn main() -> ExitCode {
+    let result: Result<()> = match Cli::parse().command {
         Command::Dist { index_html } => dist::dist(index_html.as_deref()),
         Command::Run { args } => run::run(&args),
         Command::Test { skip_e2e } => test::test(skip_e2e),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            // One line with the whole cause chain; anyhow's `Debug` would add a backtrace of
+            // xtask itself whenever RUST_BACKTRACE is set, which says nothing about the failure.
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
     }
 }
