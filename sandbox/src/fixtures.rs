@@ -1,108 +1,402 @@
-//! A believable platform: eight services owned by three teams.
+//! A believable platform in the three sandbox clusters: eight services owned by three teams, running in dev
+//! and prod, with the situations a portal must show (a crash loop, a stale secret, a database behind the
+//! code, a Crossplane composition error, failed and skipped CI tasks, an out-of-sync Application).
+//!
+//! Every object is built by a pure function of the plan ([`crate::world`]), the service histories and a base
+//! time, so the simulator can rebuild any of them as the world moves on. Shapes follow the upstream CRDs and
+//! examples in `shared/reference/` (Argo CD, Argo Rollouts, External Secrets `v1`, Crossplane, Tekton `v1`);
+//! `sandbox/tests/fixtures.rs` validates every object against them.
+//!
+//! - [`platform`]: Components, Releases, Databases and DatabaseSchemas with their operators' statuses.
+//! - [`argocd`]: ApplicationSets, the Applications they generate, AppProjects and cluster secrets.
+//! - [`workloads`]: namespaces, Rollouts, Deployments, ReplicaSets, Pods, Services, Events and pod logs.
+//! - [`secrets`]: ExternalSecrets and their ClusterSecretStore.
+//! - [`crossplane`]: the PostgreSQL XRD and Composition, claims, composites and managed resources.
+//! - [`tekton`]: the `service-build` Pipeline, its Tasks, and a PipelineRun with TaskRuns per commit.
 
-use shared::crd::{Component, ComponentSpec, PLATFORM_NAMESPACE, TemplateRef};
+pub mod argocd;
+pub mod crossplane;
+pub mod platform;
+pub mod secrets;
+pub mod tekton;
+pub mod workloads;
 
-use crate::apiserver::{ClusterStore, StoreError};
+use std::collections::BTreeMap;
 
-/// One fixture service: name, owner team, description, scaffold template, the services it calls.
-struct ServiceFixture {
-    name: &'static str,
-    team: &'static str,
-    description: &'static str,
-    template: &'static str,
-    depends_on: &'static [&'static str],
+use anyhow::Context as _;
+use jiff::{SignedDuration, Timestamp};
+use serde_json::{Value, json};
+
+use crate::apiserver::{ClusterStore, Clusters, ResourceType};
+use crate::world::{
+    ARGOCD_NAMESPACE, CI_NAMESPACE, Commit, ENVIRONMENTS, Histories, PLATFORM_NAMESPACE,
+    ServicePlan,
+};
+
+/// Every kind the fixtures use beyond the apiserver's built-in core and apps types, at the version the
+/// upstream CRDs in `shared/reference/` serve as their storage version.
+pub fn resource_types() -> Vec<ResourceType> {
+    use k8s_openapi::api::core::v1::Secret;
+    use shared::crd::{Component, Database, DatabaseSchema, Release};
+    vec![
+        ResourceType::of::<Secret>(true),
+        ResourceType::of::<Component>(true),
+        ResourceType::of::<Release>(true),
+        ResourceType::of::<Database>(true),
+        ResourceType::of::<DatabaseSchema>(true),
+        custom(
+            "argoproj.io",
+            "v1alpha1",
+            "Application",
+            "applications",
+            true,
+        ),
+        custom(
+            "argoproj.io",
+            "v1alpha1",
+            "ApplicationSet",
+            "applicationsets",
+            true,
+        ),
+        custom("argoproj.io", "v1alpha1", "AppProject", "appprojects", true),
+        custom("argoproj.io", "v1alpha1", "Rollout", "rollouts", true),
+        custom(
+            "external-secrets.io",
+            "v1",
+            "ExternalSecret",
+            "externalsecrets",
+            true,
+        ),
+        custom(
+            "external-secrets.io",
+            "v1",
+            "SecretStore",
+            "secretstores",
+            true,
+        ),
+        custom(
+            "external-secrets.io",
+            "v1",
+            "ClusterSecretStore",
+            "clustersecretstores",
+            false,
+        ),
+        custom(
+            "apiextensions.crossplane.io",
+            "v1",
+            "CompositeResourceDefinition",
+            "compositeresourcedefinitions",
+            false,
+        ),
+        custom(
+            "apiextensions.crossplane.io",
+            "v1",
+            "Composition",
+            "compositions",
+            false,
+        ),
+        custom(
+            crossplane::GROUP,
+            crossplane::VERSION,
+            crossplane::CLAIM_KIND,
+            "postgresqlinstances",
+            true,
+        ),
+        custom(
+            crossplane::GROUP,
+            crossplane::VERSION,
+            crossplane::COMPOSITE_KIND,
+            "xpostgresqlinstances",
+            false,
+        ),
+        custom(
+            crossplane::RDS_GROUP,
+            crossplane::RDS_VERSION,
+            "Instance",
+            "instances",
+            false,
+        ),
+        custom(
+            crossplane::RDS_GROUP,
+            crossplane::RDS_VERSION,
+            "SubnetGroup",
+            "subnetgroups",
+            false,
+        ),
+        custom("tekton.dev", "v1", "Task", "tasks", true),
+        custom("tekton.dev", "v1", "Pipeline", "pipelines", true),
+        custom("tekton.dev", "v1", "PipelineRun", "pipelineruns", true),
+        custom("tekton.dev", "v1", "TaskRun", "taskruns", true),
+    ]
 }
 
-/// The fleet: payments, shop and discovery teams.
-const SERVICES: [ServiceFixture; 8] = [
-    ServiceFixture {
-        name: "payments",
-        team: "payments",
-        description: "Takes card and wallet payments.",
-        template: "go-service",
-        depends_on: &["ledger"],
-    },
-    ServiceFixture {
-        name: "ledger",
-        team: "payments",
-        description: "Double-entry ledger of every money movement.",
-        template: "go-service",
-        depends_on: &[],
-    },
-    ServiceFixture {
-        name: "refunds",
-        team: "payments",
-        description: "Refunds and chargebacks.",
-        template: "go-service",
-        depends_on: &["payments", "ledger"],
-    },
-    ServiceFixture {
-        name: "checkout",
-        team: "shop",
-        description: "Turns a cart into an order.",
-        template: "node-service",
-        depends_on: &["cart", "payments", "catalog"],
-    },
-    ServiceFixture {
-        name: "cart",
-        team: "shop",
-        description: "Shopping carts.",
-        template: "node-service",
-        depends_on: &["catalog"],
-    },
-    ServiceFixture {
-        name: "catalog",
-        team: "shop",
-        description: "Products, prices and stock.",
-        template: "go-service",
-        depends_on: &[],
-    },
-    ServiceFixture {
-        name: "search",
-        team: "discovery",
-        description: "Full-text product search.",
-        template: "rust-service",
-        depends_on: &["catalog"],
-    },
-    ServiceFixture {
-        name: "recommendations",
-        team: "discovery",
-        description: "Products people also bought.",
-        template: "python-service",
-        depends_on: &["catalog", "search"],
-    },
-];
-
-/// The GitHub organisation the services' repositories live in.
-pub const ORGANISATION: &str = "acme";
-
-/// The Component of fixture service `name`, as `platform/registry/<name>.yaml` declares it.
-fn component(service: &ServiceFixture) -> Component {
-    let mut component = Component::new(
-        service.name,
-        ComponentSpec {
-            owner: service.team.into(),
-            repository: format!("{ORGANISATION}/{}", service.name),
-            template: TemplateRef {
-                name: service.template.into(),
-                version: "1.4.0".into(),
-            },
-            description: service.description.into(),
-            depends_on: service
-                .depends_on
-                .iter()
-                .map(|s| (*s).to_string())
-                .collect(),
-        },
-    );
-    component.metadata.namespace = Some(PLATFORM_NAMESPACE.into());
-    component
+fn custom(group: &str, version: &str, kind: &str, plural: &str, namespaced: bool) -> ResourceType {
+    ResourceType {
+        group: group.into(),
+        version: version.into(),
+        kind: kind.into(),
+        plural: plural.into(),
+        namespaced,
+    }
 }
 
-/// Puts the platform resources on the management cluster.
-pub fn seed_management(cluster: &ClusterStore) -> Result<(), StoreError> {
-    for service in &SERVICES {
-        cluster.apply_typed(&component(service))?;
+/// Seeds all three clusters with objects that look minutes to days old as of now.
+pub fn seed(clusters: &Clusters, histories: &Histories) -> anyhow::Result<()> {
+    // Whole seconds, as Kubernetes writes timestamps.
+    let now = Timestamp::now();
+    let base = Timestamp::from_second(now.as_second()).unwrap_or(now);
+    seed_at(clusters, histories, base)
+}
+
+/// Seeds all three clusters with objects whose timestamps are relative to `base`.
+pub fn seed_at(clusters: &Clusters, histories: &Histories, base: Timestamp) -> anyhow::Result<()> {
+    let management = clusters
+        .cluster("management")
+        .context("the management cluster is always defined")?;
+    apply_all(&management, management_objects(histories, base))
+        .context("seeding the management cluster")?;
+    for environment in ENVIRONMENTS {
+        let cluster = clusters
+            .cluster(environment)
+            .with_context(|| format!("the {environment} cluster is always defined"))?;
+        apply_all(&cluster, workload_objects(environment, histories, base))
+            .with_context(|| format!("seeding the {environment} cluster"))?;
+        workloads::seed_logs(&cluster, environment, histories, base);
     }
     Ok(())
+}
+
+/// Everything on the management cluster, owners before what they own.
+pub fn management_objects(histories: &Histories, base: Timestamp) -> Vec<Value> {
+    let mut objects: Vec<Value> = [PLATFORM_NAMESPACE, ARGOCD_NAMESPACE, CI_NAMESPACE]
+        .into_iter()
+        .map(|name| workloads::namespace(name, None, base))
+        .collect();
+    objects.extend(platform::objects(histories, base));
+    objects.extend(argocd::objects(histories, base));
+    objects.extend(tekton::objects(histories, base));
+    objects
+}
+
+/// Everything on the workload cluster of `environment`, owners before what they own.
+pub fn workload_objects(environment: &str, histories: &Histories, base: Timestamp) -> Vec<Value> {
+    let mut objects = vec![workloads::namespace(
+        crossplane::SYSTEM_NAMESPACE,
+        None,
+        base,
+    )];
+    objects.extend(crossplane::cluster_objects(base));
+    objects.push(secrets::cluster_secret_store(base));
+    for plan in &crate::world::SERVICES {
+        objects.push(workloads::namespace(plan.name, Some(environment), base));
+        objects.extend(workloads::objects(plan, environment, histories, base));
+        objects.extend(secrets::external_secrets(plan, environment, base));
+        objects.extend(crossplane::objects(plan, environment, base));
+    }
+    objects
+}
+
+/// Applies objects in order, pointing owner references and events at the uids the store gave their
+/// targets: builders cannot know uids, which the store assigns.
+fn apply_all(store: &ClusterStore, objects: Vec<Value>) -> anyhow::Result<()> {
+    let mut uids: BTreeMap<(String, String, String), String> = BTreeMap::new();
+    for mut object in objects {
+        let namespace = str_at(&object, "/metadata/namespace").to_owned();
+        if let Some(owners) = object
+            .pointer_mut("/metadata/ownerReferences")
+            .and_then(Value::as_array_mut)
+        {
+            for owner in owners {
+                let key = (
+                    str_at(owner, "/kind").to_owned(),
+                    namespace.clone(),
+                    str_at(owner, "/name").to_owned(),
+                );
+                if let Some(uid) = uids.get(&key) {
+                    owner["uid"] = json!(uid);
+                }
+            }
+        }
+        if let Some(involved) = object.get_mut("involvedObject") {
+            let key = (
+                str_at(involved, "/kind").to_owned(),
+                str_at(involved, "/namespace").to_owned(),
+                str_at(involved, "/name").to_owned(),
+            );
+            if let Some(uid) = uids.get(&key) {
+                involved["uid"] = json!(uid);
+            }
+        }
+        let name = format!(
+            "{} {}/{}",
+            str_at(&object, "/kind"),
+            namespace,
+            str_at(&object, "/metadata/name")
+        );
+        let stored = store
+            .apply(object)
+            .with_context(|| format!("applying {name}"))?;
+        uids.insert(
+            (
+                str_at(&stored, "/kind").to_owned(),
+                str_at(&stored, "/metadata/namespace").to_owned(),
+                str_at(&stored, "/metadata/name").to_owned(),
+            ),
+            str_at(&stored, "/metadata/uid").to_owned(),
+        );
+    }
+    Ok(())
+}
+
+fn str_at<'a>(value: &'a Value, pointer: &str) -> &'a str {
+    value
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+// ---- shared by the builders ----
+
+/// A timestamp as Kubernetes writes it: RFC 3339, whole seconds, UTC.
+pub fn stamp(at: Timestamp) -> String {
+    at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// `seconds` before `at`.
+pub(crate) fn before(at: Timestamp, seconds: i64) -> Timestamp {
+    at.checked_sub(SignedDuration::from_secs(seconds))
+        .unwrap_or(at)
+}
+
+/// `seconds` after `at`.
+pub(crate) fn after(at: Timestamp, seconds: i64) -> Timestamp {
+    at.checked_add(SignedDuration::from_secs(seconds))
+        .unwrap_or(at)
+}
+
+/// When a commit was made; a history without parseable times gets them a day apart before `base`.
+pub(crate) fn commit_time(commit: &Commit, base: Timestamp) -> Timestamp {
+    commit
+        .time
+        .parse::<Timestamp>()
+        .unwrap_or_else(|_| before(base, 86_400))
+        .min(before(base, 3_600))
+}
+
+/// FNV-1a over the parts: stable ids, hashes and suffixes without an RNG.
+pub(crate) fn fnv(parts: &[&str]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for byte in part.bytes().chain([0xff]) {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    hash
+}
+
+/// `len` hex digits derived from the parts (container ids, digests, commit-like ids).
+pub(crate) fn hex(parts: &[&str], len: usize) -> String {
+    let mut out = String::with_capacity(len + 16);
+    let mut round = 0u32;
+    while out.len() < len {
+        let salt = round.to_string();
+        let mut all: Vec<&str> = parts.to_vec();
+        all.push(&salt);
+        out.push_str(&format!("{:016x}", fnv(&all)));
+        round += 1;
+    }
+    out.truncate(len);
+    out
+}
+
+/// A name suffix in the alphabet Kubernetes uses for generated names and pod-template hashes.
+pub(crate) fn suffix(parts: &[&str], len: usize) -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let mut bits = fnv(parts);
+    (0..len)
+        .map(|i| {
+            if i > 0 && i % 12 == 0 {
+                bits = fnv(&[&bits.to_string()]);
+            }
+            let c = ALPHABET[(bits % ALPHABET.len() as u64) as usize];
+            bits /= ALPHABET.len() as u64;
+            c as char
+        })
+        .collect()
+}
+
+/// A UUID-shaped id derived from the parts.
+pub(crate) fn uuid(parts: &[&str]) -> String {
+    let h = hex(parts, 32);
+    format!(
+        "{}-{}-4{}-8{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[13..16],
+        &h[17..20],
+        &h[20..32]
+    )
+}
+
+/// The platform's discovery labels as JSON.
+pub(crate) fn labels(component: &str, environment: &str) -> Value {
+    json!(crate::platform::labels(component, environment))
+}
+
+/// Commit positions of `plan` that ran in `environment`, oldest first; the last is what runs now.
+///
+/// Dev followed every green build of main up to what it runs; prod moved by promotion, from what ran
+/// before (the Rollback target) to what runs now.
+pub fn deploy_history(plan: &ServicePlan, environment: &str) -> Vec<usize> {
+    if environment == "prod" {
+        plan.prod_previous
+            .into_iter()
+            .filter(|previous| *previous != plan.prod)
+            .chain([plan.prod])
+            .collect()
+    } else {
+        plan.commits
+            .iter()
+            .enumerate()
+            .take(plan.dev + 1)
+            .filter(|(_, commit)| commit.green)
+            .map(|(index, _)| index)
+            .collect()
+    }
+}
+
+/// When commit `index` of `plan` was deployed to `environment`: dev minutes after its build, prod the next
+/// working day; never later than a quarter of an hour before `base`.
+pub fn deployed_at(
+    plan: &ServicePlan,
+    environment: &str,
+    index: usize,
+    histories: &Histories,
+    base: Timestamp,
+) -> Timestamp {
+    let built = histories
+        .commit(plan.name, index)
+        .map(|commit| commit_time(commit, base))
+        .unwrap_or_else(|| before(base, 86_400));
+    let delay = if environment == "prod" {
+        26 * 3_600
+    } else {
+        1_200
+    };
+    after(built, delay).min(before(base, 900))
+}
+
+/// The URL of the workload cluster of `environment`, as Argo CD's cluster secret names it.
+pub fn cluster_server(environment: &str) -> String {
+    format!("https://{environment}.clusters.acme.example")
+}
+
+/// The public URL of `plan` in `environment`.
+pub fn external_url(plan: &ServicePlan, environment: &str) -> String {
+    if environment == "prod" {
+        format!("https://{}", plan.host)
+    } else {
+        format!("https://{}.{environment}.acme.example", plan.name)
+    }
 }
