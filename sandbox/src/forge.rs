@@ -1,0 +1,689 @@
+//! A forge that speaks the subset of GitHub's REST API Tower uses, backed by the real git repositories of
+//! [`crate::git`]: GitHub App authentication (JWT, installation tokens), repository contents, the git data
+//! API, pull requests, commit statuses and check runs, and an OAuth web flow with demo identities.
+//!
+//! [`router`] serves the API without a prefix; the sandbox mounts it at `/github`, so a client's base URI
+//! is `http://127.0.0.1:PORT/github/`. [`sandbox_routes`] adds the demo reviewer's merge button at the
+//! sandbox's root. Shapes follow GitHub's OpenAPI examples; every error is GitHub's
+//! `{"message", "errors"?, "documentation_url"}`.
+
+mod auth;
+mod body;
+mod checks;
+mod error;
+mod gitdata;
+mod oauth;
+mod pulls;
+mod repos;
+mod shapes;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{FromRequestParts, OriginalUri};
+use axum::http::request::Parts;
+use axum::routing::{get, post};
+use serde::Serialize;
+use tokio::sync::broadcast;
+
+pub use error::{GitHubError, Result};
+
+use crate::git::{Git, Repositories};
+use crate::world::{GITOPS_REPOSITORY, ORGANISATION};
+
+/// The demo GitHub App's id.
+pub const DEMO_APP_ID: u64 = 424_242;
+/// The demo App's installation on the `acme` organisation.
+pub const DEMO_INSTALLATION_ID: u64 = 42_424_242;
+/// The demo OAuth App's client id (Tower's sign-in).
+pub const DEMO_CLIENT_ID: &str = "Iv1.tower0sandbox0demo";
+/// The demo OAuth App's client secret. Published on purpose: the sandbox is a demo.
+pub const DEMO_CLIENT_SECRET: &str = "tower-sandbox-demo-client-secret";
+/// The name of the check run the forge's CI attaches to each pull request's head.
+pub const CI_CHECK_NAME: &str = "tower-ci / validate";
+
+/// TEST-ONLY key pair of the demo App; see `forge/testdata/README.md`. Never use it for anything real.
+const DEMO_PRIVATE_KEY: &str = include_str!("forge/testdata/demo-app.private.pem");
+const DEMO_PUBLIC_KEY: &str = include_str!("forge/testdata/demo-app.public.pem");
+
+/// What the forge is configured with.
+#[derive(Debug, Clone)]
+pub struct ForgeConfig {
+    /// The GitHub App's id: the `iss` its JWTs must carry.
+    pub app_id: u64,
+    /// The App's slug; its bot user is `<slug>[bot]`.
+    pub app_slug: String,
+    /// PEM public keys JWTs may be signed with (GitHub lets an App have several during a rotation).
+    pub app_public_keys: Vec<String>,
+    /// The App's installation on the organisation.
+    pub installation_id: u64,
+    /// The OAuth client id Tower signs people in with.
+    pub client_id: String,
+    /// The OAuth client secret.
+    pub client_secret: String,
+    /// How long an installation access token lives (GitHub: one hour).
+    pub token_lifetime: Duration,
+    /// Where `html_url`s point (there is no web UI; GitHub's host keeps links recognisable).
+    pub html_base: String,
+}
+
+impl Default for ForgeConfig {
+    fn default() -> Self {
+        Self {
+            app_id: DEMO_APP_ID,
+            app_slug: "tower-app".into(),
+            app_public_keys: vec![DEMO_PUBLIC_KEY.into()],
+            installation_id: DEMO_INSTALLATION_ID,
+            client_id: DEMO_CLIENT_ID.into(),
+            client_secret: DEMO_CLIENT_SECRET.into(),
+            token_lifetime: Duration::from_secs(3600),
+            html_base: "https://github.com".into(),
+        }
+    }
+}
+
+/// A merged pull request, announced to whoever simulates what happens next (Argo CD syncing, …).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MergeEvent {
+    /// The repository's name, e.g. `application-repositories`.
+    pub repo: String,
+    /// The pull request's number.
+    pub number: u64,
+    /// The merge commit on the base branch.
+    pub merge_sha: String,
+    /// Paths the merge changed on the base branch.
+    pub files_changed: Vec<String>,
+}
+
+/// Who is calling: the App's installation or a signed-in person.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Caller {
+    /// An installation access token.
+    Installation,
+    /// A user's OAuth token.
+    User(String),
+}
+
+impl Caller {
+    /// The login the caller acts as (`tower-app[bot]` for the installation).
+    pub fn login(&self) -> String {
+        match self {
+            Self::Installation => crate::git::people::APP_BOT.into(),
+            Self::User(login) => login.clone(),
+        }
+    }
+}
+
+/// A token the forge issued.
+#[derive(Debug, Clone)]
+struct Token {
+    caller: Caller,
+    expires_at: jiff::Timestamp,
+}
+
+/// A pull request's state in the forge.
+#[derive(Debug, Clone)]
+struct Pull {
+    number: u64,
+    title: String,
+    body: String,
+    open: bool,
+    draft: bool,
+    head_ref: String,
+    head_sha: String,
+    base_ref: String,
+    base_sha: String,
+    user: String,
+    created_at: String,
+    updated_at: String,
+    closed_at: Option<String>,
+    merged_at: Option<String>,
+    merge_commit_sha: Option<String>,
+    merged_by: Option<String>,
+    labels: Vec<String>,
+}
+
+/// A commit status someone posted.
+#[derive(Debug, Clone)]
+struct Status {
+    id: u64,
+    state: String,
+    target_url: Option<String>,
+    description: Option<String>,
+    context: String,
+    created_at: String,
+    creator: String,
+}
+
+/// A check run, posted by a client or by the forge's own CI.
+#[derive(Debug, Clone)]
+struct CheckRun {
+    id: u64,
+    repo: String,
+    name: String,
+    head_sha: String,
+    status: String,
+    conclusion: Option<String>,
+    started_at: Option<String>,
+    completed_at: Option<String>,
+    details_url: Option<String>,
+    external_id: Option<String>,
+    title: Option<String>,
+    summary: Option<String>,
+    /// For the forge's CI: when it was queued and whether it will pass.
+    ci: Option<(jiff::Timestamp, bool)>,
+}
+
+/// An OAuth code handed to a redirect, exchangeable once.
+#[derive(Debug, Clone)]
+struct Code {
+    login: String,
+    redirect_uri: String,
+    scope: String,
+    expires_at: jiff::Timestamp,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    tokens: HashMap<String, Token>,
+    /// Pull requests by repository, in number order.
+    pulls: BTreeMap<String, Vec<Pull>>,
+    /// Next issue/pull number by repository (they share one sequence, as on GitHub).
+    next_number: BTreeMap<String, u64>,
+    statuses: HashMap<(String, String), Vec<Status>>,
+    check_runs: Vec<CheckRun>,
+    codes: HashMap<String, Code>,
+    next_id: u64,
+    secret_counter: u64,
+}
+
+struct Inner {
+    config: ForgeConfig,
+    repositories: Repositories,
+    state: Mutex<State>,
+    merges: broadcast::Sender<MergeEvent>,
+    /// The App's verification keys, parsed once.
+    keys: Vec<jsonwebtoken::DecodingKey>,
+}
+
+/// A handle on the forge: cheap to clone, shared by its routes, the sandbox and tests.
+#[derive(Clone)]
+pub struct Forge {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Forge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Forge")
+            .field("root", &self.inner.repositories.root())
+            .field("app_id", &self.inner.config.app_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Forge {
+    /// A forge over `repositories`, with the pull requests their history merged listed as closed.
+    pub fn new(repositories: Repositories, config: ForgeConfig) -> anyhow::Result<Self> {
+        use anyhow::Context as _;
+        let keys = config
+            .app_public_keys
+            .iter()
+            .map(|pem| jsonwebtoken::DecodingKey::from_rsa_pem(pem.as_bytes()))
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .context("the App's public keys must be RSA PEM")?;
+        let mut state = State {
+            next_id: 1_000_000,
+            ..State::default()
+        };
+        let seeded: Vec<Pull> = repositories
+            .merged_pulls()
+            .iter()
+            .map(|merged| Pull {
+                number: merged.number,
+                title: merged.title.clone(),
+                body: merged.body.clone(),
+                open: false,
+                draft: false,
+                head_ref: merged.branch.clone(),
+                head_sha: merged.head_sha.clone(),
+                base_ref: "main".into(),
+                base_sha: merged.base_sha.clone(),
+                user: merged.author.clone(),
+                created_at: merged.created_at.clone(),
+                updated_at: merged.merged_at.clone(),
+                closed_at: Some(merged.merged_at.clone()),
+                merged_at: Some(merged.merged_at.clone()),
+                merge_commit_sha: Some(merged.merge_sha.clone()),
+                merged_by: Some(merged.merged_by.clone()),
+                labels: Vec::new(),
+            })
+            .collect();
+        state
+            .next_number
+            .insert(GITOPS_REPOSITORY.into(), seeded.len() as u64 + 1);
+        state.pulls.insert(GITOPS_REPOSITORY.into(), seeded);
+        let (merges, _) = broadcast::channel(64);
+        Ok(Self {
+            inner: Arc::new(Inner {
+                config,
+                repositories,
+                state: Mutex::new(state),
+                merges,
+                keys,
+            }),
+        })
+    }
+
+    /// The demo App: its id and its TEST-ONLY private key (PEM), for Tower's configuration in the demo.
+    pub fn demo_app() -> (u64, String) {
+        (DEMO_APP_ID, DEMO_PRIVATE_KEY.into())
+    }
+
+    /// The configuration the forge runs with.
+    pub fn config(&self) -> &ForgeConfig {
+        &self.inner.config
+    }
+
+    /// The repositories it serves.
+    pub fn repositories(&self) -> &Repositories {
+        &self.inner.repositories
+    }
+
+    /// Merged pull requests, as they happen (through the API, [`Forge::merge`] or the sandbox route).
+    pub fn subscribe_merges(&self) -> broadcast::Receiver<MergeEvent> {
+        self.inner.merges.subscribe()
+    }
+
+    /// Merges pull request `number` of `repo` as `merger` (a demo reviewer), like pressing the button.
+    pub async fn merge(&self, repo: &str, number: u64, merger: &str) -> Result<MergeEvent> {
+        pulls::merge(self, repo, number, merger, None, None).await
+    }
+
+    /// Advances the forge's CI to `now`: each check run it queued starts after 2 s and completes after 5 s.
+    pub fn tick(&self, now: jiff::Timestamp) {
+        checks::tick(self, now);
+    }
+
+    /// Ticks the forge's CI every second with the wall clock, for the running demo.
+    pub fn spawn_ticker(&self) -> tokio::task::JoinHandle<()> {
+        let forge = self.clone();
+        tokio::spawn(async move {
+            let mut interval = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                interval.tick().await;
+                forge.tick(jiff::Timestamp::now());
+            }
+        })
+    }
+
+    /// Issues a user OAuth token for `login` directly (tests, and the sandbox's own tooling).
+    pub fn user_token(&self, login: &str) -> String {
+        let token = self.secret("gho_");
+        self.state().tokens.insert(
+            token.clone(),
+            Token {
+                caller: Caller::User(login.into()),
+                expires_at: jiff::Timestamp::MAX,
+            },
+        );
+        token
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock leaves plain data behind; keep serving it.
+        self.inner
+            .state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// A fresh id for statuses and check runs.
+    fn next_id(&self) -> u64 {
+        let mut state = self.state();
+        state.next_id += 1;
+        state.next_id
+    }
+
+    /// A random-looking secret with GitHub's prefix for its kind (`ghs_`, `gho_`).
+    fn secret(&self, prefix: &str) -> String {
+        use std::hash::{BuildHasher, Hasher};
+        let counter = {
+            let mut state = self.state();
+            state.secret_counter += 1;
+            state.secret_counter
+        };
+        // RandomState is seeded from the OS per instance: unguessable enough for a sandbox's tokens.
+        let mut text = String::from(prefix);
+        for round in 0..3u64 {
+            let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+            hasher.write_u64(counter);
+            hasher.write_u64(round);
+            text.push_str(&format!("{:012x}", hasher.finish() & 0xffff_ffff_ffff));
+        }
+        text
+    }
+
+    /// The bare repository `owner/name`, or GitHub's 404.
+    fn repo(&self, owner: &str, name: &str) -> Result<Git> {
+        let path = self.inner.repositories.path(name);
+        if !owner.eq_ignore_ascii_case(ORGANISATION)
+            || name.contains('/')
+            || name.starts_with('.')
+            || !path.is_dir()
+        {
+            return Err(GitHubError::not_found());
+        }
+        Ok(Git::at(path))
+    }
+
+    /// Names of the organisation's repositories, sorted.
+    fn repository_names(&self) -> Vec<String> {
+        let dir = self.inner.repositories.root().join(ORGANISATION);
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .map(|entries| {
+                entries
+                    .filter_map(|entry| entry.ok())
+                    .filter_map(|entry| {
+                        entry
+                            .file_name()
+                            .to_string_lossy()
+                            .strip_suffix(".git")
+                            .map(String::from)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+    }
+}
+
+/// Runs blocking git work off the async runtime.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .unwrap_or_else(|error| Err(GitHubError::internal(&error)))
+}
+
+/// The time now as GitHub writes it.
+fn now() -> String {
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+/// The base URL of the API as the client called it (`http://127.0.0.1:PORT/github`), for `url` fields and
+/// `Link` headers; it follows wherever the router is mounted.
+#[derive(Debug, Clone)]
+pub struct ApiBase {
+    /// e.g. `http://127.0.0.1:8080/github`.
+    pub url: String,
+    /// The path and query the client requested, including the mount prefix (`/github/orgs/acme/repos?…`).
+    pub request: String,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for ApiBase {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        _: &S,
+    ) -> std::result::Result<Self, Self::Rejection> {
+        let host = parts
+            .headers
+            .get(axum::http::header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or("localhost")
+            .to_string();
+        let inner = parts.uri.path().to_string();
+        let original = parts
+            .extensions
+            .get::<OriginalUri>()
+            .map(|o| o.0.clone())
+            .unwrap_or_else(|| parts.uri.clone());
+        let prefix = original
+            .path()
+            .strip_suffix(inner.as_str())
+            .unwrap_or("")
+            .to_string();
+        Ok(Self {
+            url: format!("http://{host}{prefix}"),
+            request: original
+                .path_and_query()
+                .map(|p| p.as_str().to_string())
+                .unwrap_or_else(|| "/".into()),
+        })
+    }
+}
+
+/// `per_page` and `page` query parameters, with GitHub's defaults (30, 1) and cap (100).
+#[derive(Debug, Clone, Copy, serde::Deserialize)]
+struct Paging {
+    per_page: Option<usize>,
+    page: Option<usize>,
+}
+
+impl Paging {
+    fn per_page(&self) -> usize {
+        self.per_page.unwrap_or(30).clamp(1, 100)
+    }
+    fn page(&self) -> usize {
+        self.page.unwrap_or(1).max(1)
+    }
+    fn skip(&self) -> usize {
+        (self.page() - 1) * self.per_page()
+    }
+
+    /// GitHub's `Link` header for a list of `total` items, or `None` when it fits one page.
+    ///
+    /// The targets are host-relative (`</github/orgs/acme/repos?page=2>`, allowed by RFC 8288) where GitHub
+    /// writes absolute URLs: octocrab sends an installation token only to relative URIs or
+    /// `api.github.com`, so absolute links to the sandbox's host would page without credentials.
+    fn link(&self, base: &ApiBase, total: usize) -> Option<String> {
+        let last = total.div_ceil(self.per_page()).max(1);
+        if last <= 1 {
+            return None;
+        }
+        let url = |page: usize| {
+            let (path, query) = base
+                .request
+                .split_once('?')
+                .unwrap_or((base.request.as_str(), ""));
+            let mut pairs: Vec<(String, String)> =
+                serde_urlencoded::from_str(query).unwrap_or_default();
+            pairs.retain(|(k, _)| k != "page" && k != "per_page");
+            pairs.push(("per_page".into(), self.per_page().to_string()));
+            pairs.push(("page".into(), page.to_string()));
+            let query = serde_urlencoded::to_string(&pairs).unwrap_or_default();
+            format!("<{path}?{query}>")
+        };
+        let page = self.page();
+        let mut links = Vec::new();
+        if page > 1 {
+            links.push(format!("{}; rel=\"prev\"", url(page - 1)));
+        }
+        if page < last {
+            links.push(format!("{}; rel=\"next\"", url(page + 1)));
+            links.push(format!("{}; rel=\"last\"", url(last)));
+        }
+        if page > 1 {
+            links.push(format!("{}; rel=\"first\"", url(1)));
+        }
+        Some(links.join(", "))
+    }
+}
+
+/// A JSON list response with GitHub's `Link` header when there is more than one page.
+fn paged(items: Vec<serde_json::Value>, link: Option<String>) -> axum::response::Response {
+    use axum::response::IntoResponse as _;
+    let mut response = axum::Json(items).into_response();
+    if let Some(link) = link
+        && let Ok(value) = axum::http::HeaderValue::from_str(&link)
+    {
+        response
+            .headers_mut()
+            .insert(axum::http::header::LINK, value);
+    }
+    response
+}
+
+/// The GitHub REST API of the forge, to be mounted at `/github`.
+pub fn router(forge: Forge) -> Router {
+    Router::new()
+        .route("/app", get(auth::get_app))
+        .route("/app/installations", get(auth::list_installations))
+        .route(
+            "/app/installations/{id}/access_tokens",
+            post(auth::create_access_token),
+        )
+        .route("/orgs/{org}/installation", get(auth::org_installation))
+        .route(
+            "/repos/{owner}/{repo}/installation",
+            get(auth::repo_installation),
+        )
+        .route(
+            "/installation/repositories",
+            get(repos::installation_repositories),
+        )
+        .route("/orgs/{org}", get(repos::get_org))
+        .route("/orgs/{org}/repos", get(repos::list_org_repos))
+        .route("/repos/{owner}/{repo}", get(repos::get_repo))
+        .route(
+            "/repos/{owner}/{repo}/contents",
+            get(repos::get_root_contents),
+        )
+        .route(
+            "/repos/{owner}/{repo}/contents/{*path}",
+            get(repos::get_contents),
+        )
+        .route("/repos/{owner}/{repo}/commits", get(repos::list_commits))
+        .route(
+            "/repos/{owner}/{repo}/commits/{reference}",
+            get(repos::get_commit),
+        )
+        .route("/repos/{owner}/{repo}/compare/{range}", get(repos::compare))
+        .route(
+            "/repos/{owner}/{repo}/branches/{branch}",
+            get(repos::get_branch),
+        )
+        .route(
+            "/repos/{owner}/{repo}/git/refs",
+            get(gitdata::list_refs).post(gitdata::create_ref),
+        )
+        .route(
+            "/repos/{owner}/{repo}/git/refs/{*reference}",
+            get(gitdata::get_ref)
+                .patch(gitdata::update_ref)
+                .delete(gitdata::delete_ref),
+        )
+        .route(
+            "/repos/{owner}/{repo}/git/ref/{*reference}",
+            get(gitdata::get_ref),
+        )
+        .route(
+            "/repos/{owner}/{repo}/git/matching-refs/{*prefix}",
+            get(gitdata::matching_refs),
+        )
+        .route(
+            "/repos/{owner}/{repo}/git/blobs",
+            post(gitdata::create_blob),
+        )
+        .route(
+            "/repos/{owner}/{repo}/git/blobs/{sha}",
+            get(gitdata::get_blob),
+        )
+        .route(
+            "/repos/{owner}/{repo}/git/trees",
+            post(gitdata::create_tree),
+        )
+        .route(
+            "/repos/{owner}/{repo}/git/trees/{sha}",
+            get(gitdata::get_tree),
+        )
+        .route(
+            "/repos/{owner}/{repo}/git/commits",
+            post(gitdata::create_commit),
+        )
+        .route(
+            "/repos/{owner}/{repo}/git/commits/{sha}",
+            get(gitdata::get_git_commit),
+        )
+        .route(
+            "/repos/{owner}/{repo}/pulls",
+            get(pulls::list).post(pulls::create),
+        )
+        .route(
+            "/repos/{owner}/{repo}/pulls/{number}",
+            get(pulls::get).patch(pulls::update),
+        )
+        .route(
+            "/repos/{owner}/{repo}/pulls/{number}/merge",
+            get(pulls::is_merged).put(pulls::merge_route),
+        )
+        .route(
+            "/repos/{owner}/{repo}/pulls/{number}/files",
+            get(pulls::files),
+        )
+        .route(
+            "/repos/{owner}/{repo}/pulls/{number}/commits",
+            get(pulls::commits),
+        )
+        .route(
+            "/repos/{owner}/{repo}/issues/{number}/labels",
+            get(pulls::list_labels).post(pulls::add_labels),
+        )
+        .route(
+            "/repos/{owner}/{repo}/statuses/{reference}",
+            get(checks::list_statuses).post(checks::create_status),
+        )
+        .route(
+            "/repos/{owner}/{repo}/commits/{reference}/statuses",
+            get(checks::list_statuses),
+        )
+        .route(
+            "/repos/{owner}/{repo}/commits/{reference}/status",
+            get(checks::combined_status),
+        )
+        .route(
+            "/repos/{owner}/{repo}/commits/{reference}/check-runs",
+            get(checks::list_check_runs),
+        )
+        .route(
+            "/repos/{owner}/{repo}/check-runs",
+            post(checks::create_check_run),
+        )
+        .route(
+            "/repos/{owner}/{repo}/check-runs/{id}",
+            get(checks::get_check_run).patch(checks::update_check_run),
+        )
+        .route("/login/oauth/authorize", get(oauth::authorize))
+        .route("/login/oauth/access_token", post(oauth::access_token))
+        .route("/user", get(oauth::user))
+        .route("/user/teams", get(oauth::user_teams))
+        .route("/user/orgs", get(oauth::user_orgs))
+        .route("/users/{login}", get(oauth::get_user))
+        .fallback(not_found)
+        .method_not_allowed_fallback(not_found)
+        .with_state(forge)
+}
+
+async fn not_found() -> GitHubError {
+    GitHubError::not_found()
+}
+
+/// The sandbox's own controls, mounted at the sandbox's root: `POST /sandbox/pulls/{n}/merge` merges a pull
+/// request of `application-repositories` as a demo reviewer (`?merger=<login>`, `root` by default), and
+/// `POST /sandbox/repos/{repo}/pulls/{n}/merge` does the same in any repository.
+pub fn sandbox_routes(forge: Forge) -> Router {
+    Router::new()
+        .route("/sandbox/pulls/{number}/merge", post(pulls::sandbox_merge))
+        .route(
+            "/sandbox/repos/{repo}/pulls/{number}/merge",
+            post(pulls::sandbox_merge_in),
+        )
+        .with_state(forge)
+}

@@ -1,0 +1,793 @@
+//! The history of `application-repositories`: a bootstrap of the platform's own components, then per
+//! service an onboarding pull request, the release operator's dev moves after each green build, prod
+//! promotions by pull request, schema publications and the operators' derived files.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::services::{DAY, HISTORY_START, commit_time};
+use super::stream::{CommitSpec, Signature, Stream};
+use super::{Error, MergedPull, Result, import, people, rfc3339, sha_of, yaml};
+use crate::platform;
+use crate::world::{Commit, Histories, ORGANISATION, REGISTRY, SERVICES, ServicePlan, team};
+
+const HOUR: i64 = 3_600;
+const MINUTE: i64 = 60;
+
+/// A pull request's part of an event: the branch it came from and who merged it.
+struct PullPlan {
+    branch: String,
+    body: String,
+    merger: String,
+}
+
+/// One change to main: a direct commit, or a pull request's branch commit plus its merge commit.
+struct Event {
+    time: i64,
+    author: String,
+    message: String,
+    files: BTreeMap<String, Vec<u8>>,
+    pull: Option<PullPlan>,
+}
+
+/// A pull request as written, by marks, before fast-import names the commits.
+struct Recorded {
+    number: u64,
+    title: String,
+    body: String,
+    branch: String,
+    author: String,
+    merger: String,
+    created: i64,
+    merged: i64,
+    head: usize,
+    base: usize,
+    merge: usize,
+    files: Vec<String>,
+}
+
+/// Writes the repository at `dir` and returns the pull requests its history merged.
+pub fn build(
+    dir: &Path,
+    histories: &Histories,
+    release_history: Option<usize>,
+) -> Result<Vec<MergedPull>> {
+    let mut events = vec![bootstrap()?];
+    events.extend(platform_bumps()?);
+    for (index, plan) in SERVICES.iter().enumerate() {
+        let commits = histories
+            .services
+            .get(plan.name)
+            .ok_or_else(|| Error::Plan(format!("no history for {}", plan.name)))?;
+        let length = if plan.name == "payments" {
+            release_history
+        } else {
+            None
+        };
+        events.extend(service_events(plan, index, commits, length)?);
+    }
+    // Events sort by when they start; ties keep plan order so the history is deterministic.
+    events.sort_by_key(|event| event.time);
+
+    let mut stream = Stream::default();
+    let mut head: Option<usize> = None;
+    let mut clock = i64::MIN / 2;
+    let mut tick = |wanted: i64| {
+        clock = wanted.max(clock + MINUTE);
+        clock
+    };
+    let signature = |who: &people::Identity, time| Signature {
+        name: who.name.clone(),
+        email: who.email.clone(),
+        time,
+    };
+    let mut recorded = Vec::new();
+    for event in events {
+        let author = people::identity(&event.author);
+        let created = tick(event.time);
+        let branch_mark = stream.commit(&CommitSpec {
+            branch: "refs/heads/main".into(),
+            author: signature(&author, created),
+            committer: signature(&author, created),
+            message: event.message.clone(),
+            from: head,
+            merge: None,
+            files: event.files.clone(),
+        });
+        let Some(pull) = event.pull else {
+            head = Some(branch_mark);
+            continue;
+        };
+        let base = head.ok_or_else(|| Error::Plan("a pull request needs a base".into()))?;
+        let number = recorded.len() as u64 + 1;
+        let merger = people::identity(&pull.merger);
+        let merged = tick(created + 25 * MINUTE);
+        // The merge commit starts from main's tree and applies the branch's files: the merge result,
+        // since nothing else touched them in between.
+        let merge_mark = stream.commit(&CommitSpec {
+            branch: "refs/heads/main".into(),
+            author: signature(&merger, merged),
+            committer: signature(&merger, merged),
+            message: format!(
+                "Merge pull request #{number} from {ORGANISATION}/{}\n\n{}",
+                pull.branch, event.message
+            ),
+            from: Some(base),
+            merge: Some(branch_mark),
+            files: event.files.clone(),
+        });
+        head = Some(merge_mark);
+        recorded.push(Recorded {
+            number,
+            title: event.message,
+            body: pull.body,
+            branch: pull.branch,
+            author: event.author,
+            merger: pull.merger,
+            created,
+            merged,
+            head: branch_mark,
+            base,
+            merge: merge_mark,
+            files: event.files.keys().cloned().collect(),
+        });
+    }
+    if let Some(head) = head {
+        stream.reset("refs/heads/main", head);
+    }
+    let marks = import(dir, stream.finish())?;
+    recorded
+        .into_iter()
+        .map(|r| {
+            Ok(MergedPull {
+                number: r.number,
+                title: r.title,
+                body: r.body,
+                branch: r.branch,
+                author: r.author,
+                merged_by: r.merger,
+                created_at: rfc3339(r.created),
+                merged_at: rfc3339(r.merged),
+                head_sha: sha_of(&marks, r.head)?,
+                base_sha: sha_of(&marks, r.base)?,
+                merge_sha: sha_of(&marks, r.merge)?,
+                files: r.files,
+            })
+        })
+        .collect()
+}
+
+/// Derived by the release operator: where a service's chart comes from in an environment.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ChartSource {
+    component: String,
+    environment: String,
+    #[serde(rename = "repoURL")]
+    repo_url: String,
+    path: String,
+    target_revision: String,
+}
+
+/// Derived by the release operator: the Helm values that pin the image.
+#[derive(Serialize)]
+struct DerivedValues {
+    image: ImageValue,
+}
+
+#[derive(Serialize)]
+struct ImageValue {
+    repository: String,
+    tag: String,
+}
+
+/// Derived by the schema operator: the schema package to apply.
+#[derive(Serialize)]
+struct DerivedSchema {
+    database: String,
+    environment: String,
+    version: String,
+    migrations: Vec<String>,
+    package: String,
+}
+
+/// An infrastructure component's chart source on one cluster.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct InfraSource {
+    chart: String,
+    #[serde(rename = "repoURL")]
+    repo_url: String,
+    target_revision: String,
+    namespace: String,
+}
+
+/// An infrastructure component's Helm values on one cluster.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct InfraValues {
+    replica_count: u32,
+    cluster: String,
+    resources: Resources,
+}
+
+#[derive(Serialize)]
+struct Resources {
+    requests: Requests,
+}
+
+#[derive(Serialize)]
+struct Requests {
+    cpu: &'static str,
+    memory: &'static str,
+}
+
+/// A Crossplane package (Provider, Function or Configuration).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Package {
+    api_version: &'static str,
+    kind: &'static str,
+    metadata: PackageMetadata,
+    spec: PackageSpec,
+}
+
+#[derive(Serialize)]
+struct PackageMetadata {
+    name: String,
+}
+
+#[derive(Serialize)]
+struct PackageSpec {
+    package: String,
+}
+
+/// One of the platform's own components.
+struct Infra {
+    name: &'static str,
+    chart: &'static str,
+    repo: &'static str,
+    version: &'static str,
+    namespace: &'static str,
+    clusters: &'static [&'static str],
+}
+
+const INFRA: [Infra; 7] = [
+    Infra {
+        name: "argocd",
+        chart: "argo-cd",
+        repo: "https://argoproj.github.io/argo-helm",
+        version: "7.7.0",
+        namespace: "argocd",
+        clusters: &["management"],
+    },
+    Infra {
+        name: "tekton",
+        chart: "tekton-pipeline",
+        repo: "https://cdfoundation.github.io/tekton-helm-chart",
+        version: "1.0.0",
+        namespace: "tekton-pipelines",
+        clusters: &["management"],
+    },
+    Infra {
+        name: "external-secrets",
+        chart: "external-secrets",
+        repo: "https://charts.external-secrets.io",
+        version: "0.10.4",
+        namespace: "external-secrets",
+        clusters: &["management", "dev", "prod"],
+    },
+    Infra {
+        name: "crossplane",
+        chart: "crossplane",
+        repo: "https://charts.crossplane.io/stable",
+        version: "1.17.1",
+        namespace: "crossplane-system",
+        clusters: &["management"],
+    },
+    Infra {
+        name: "release-operator",
+        chart: "release-operator",
+        repo: "oci://ghcr.io/acme/charts",
+        version: "0.7.1",
+        namespace: "platform-system",
+        clusters: &["management"],
+    },
+    Infra {
+        name: "schema-operator",
+        chart: "schema-operator",
+        repo: "oci://ghcr.io/acme/charts",
+        version: "0.5.0",
+        namespace: "platform-system",
+        clusters: &["management"],
+    },
+    Infra {
+        name: "tower",
+        chart: "tower",
+        repo: "oci://ghcr.io/acme/charts",
+        version: "0.3.0",
+        namespace: "tower",
+        clusters: &["management"],
+    },
+];
+
+/// Crossplane packages: name, kind, package reference.
+const PACKAGES: [(&str, &str, &str); 3] = [
+    (
+        "provider-sql",
+        "Provider",
+        "xpkg.upbound.io/crossplane-contrib/provider-sql:v0.9.0",
+    ),
+    (
+        "function-patch-and-transform",
+        "Function",
+        "xpkg.upbound.io/crossplane-contrib/function-patch-and-transform:v0.7.0",
+    ),
+    (
+        "crossplane-compositions",
+        "Configuration",
+        "ghcr.io/acme/crossplane-compositions:v1.3.0",
+    ),
+];
+
+fn infra_source(infra: &Infra, version: &str, cluster: &str) -> Result<(String, Vec<u8>)> {
+    let source = InfraSource {
+        chart: infra.chart.into(),
+        repo_url: infra.repo.into(),
+        target_revision: version.into(),
+        namespace: infra.namespace.into(),
+    };
+    Ok((
+        format!("infra/{}/{cluster}.yaml", infra.name),
+        yaml(&source)?.into_bytes(),
+    ))
+}
+
+fn infra_values(infra: &Infra, cluster: &str) -> Result<(String, Vec<u8>)> {
+    let values = InfraValues {
+        replica_count: if cluster == "management" { 2 } else { 1 },
+        cluster: cluster.into(),
+        resources: Resources {
+            requests: Requests {
+                cpu: "100m",
+                memory: "128Mi",
+            },
+        },
+    };
+    Ok((
+        format!("values/{}/{cluster}.yaml", infra.name),
+        yaml(&values)?.into_bytes(),
+    ))
+}
+
+fn package_file(name: &str, kind: &'static str, reference: &str) -> Result<(String, Vec<u8>)> {
+    let package = Package {
+        api_version: if kind == "Function" {
+            "pkg.crossplane.io/v1beta1"
+        } else {
+            "pkg.crossplane.io/v1"
+        },
+        kind,
+        metadata: PackageMetadata { name: name.into() },
+        spec: PackageSpec {
+            package: reference.into(),
+        },
+    };
+    Ok((
+        format!("packages/{name}/management.yaml"),
+        yaml(&package)?.into_bytes(),
+    ))
+}
+
+fn bootstrap() -> Result<Event> {
+    let mut files = BTreeMap::new();
+    files.insert(
+        "README.md".to_string(),
+        b"# application-repositories\n\nEvery change to what runs is a commit here.\n\n\
+- `platform/`: Components, Releases, Databases and DatabaseSchemas, by pull request.\n\
+- `components/`: files the release and schema operators derive. Never edit by hand.\n\
+- `infra/`, `values/`: cluster infrastructure, by people and CI.\n\
+- `packages/`: Crossplane package versions.\n"
+            .to_vec(),
+    );
+    for infra in &INFRA {
+        for cluster in infra.clusters {
+            let (path, content) = infra_source(infra, infra.version, cluster)?;
+            files.insert(path, content);
+            let (path, content) = infra_values(infra, cluster)?;
+            files.insert(path, content);
+        }
+    }
+    for (name, kind, reference) in PACKAGES {
+        let (path, content) = package_file(name, kind, reference)?;
+        files.insert(path, content);
+    }
+    Ok(Event {
+        time: HISTORY_START - 2 * DAY,
+        author: "root".into(),
+        message: "Bootstrap the platform: Argo CD, Tekton, Crossplane and the operators".into(),
+        files,
+        pull: None,
+    })
+}
+
+/// A few version bumps of the platform itself, by CI and by an admin's pull request.
+fn platform_bumps() -> Result<Vec<Event>> {
+    let bump = |component: &str, version: &str, day: i64| -> Result<Event> {
+        let infra = INFRA
+            .iter()
+            .find(|infra| infra.name == component)
+            .ok_or_else(|| Error::Plan(format!("unknown infra component {component}")))?;
+        let (path, content) = infra_source(infra, version, "management")?;
+        Ok(Event {
+            time: HISTORY_START + day * DAY + 3 * HOUR,
+            author: people::CI_BOT.into(),
+            message: format!("Bump {component} to {version} on management"),
+            files: [(path, content)].into(),
+            pull: None,
+        })
+    };
+    let (path, content) = package_file(
+        "provider-sql",
+        "Provider",
+        "xpkg.upbound.io/crossplane-contrib/provider-sql:v0.10.0",
+    )?;
+    Ok(vec![
+        bump("tower", "0.3.1", 2)?,
+        bump("release-operator", "0.7.2", 4)?,
+        bump("tower", "0.4.0", 6)?,
+        Event {
+            time: HISTORY_START + 3 * DAY + 5 * HOUR,
+            author: "root".into(),
+            message: "Bump provider-sql to v0.10.0".into(),
+            files: [(path, content)].into(),
+            pull: Some(PullPlan {
+                branch: "bump/provider-sql".into(),
+                body: "Picks up the connection-pool fix.".into(),
+                merger: "root".into(),
+            }),
+        },
+    ])
+}
+
+fn commit_at<'a>(commits: &'a [Commit], index: usize, plan: &ServicePlan) -> Result<&'a Commit> {
+    commits
+        .get(index)
+        .ok_or_else(|| Error::Plan(format!("{} has no commit {index}", plan.name)))
+}
+
+/// The versions prod runs over time, as indices into the history: by default an early build, the Rollback
+/// target and the current one; with `length`, a long history ending at those two.
+fn prod_sequence(plan: &ServicePlan, length: Option<usize>) -> Vec<usize> {
+    let previous = plan.prod_previous;
+    match length {
+        None => {
+            let mut sequence = Vec::new();
+            if let Some(previous) = previous {
+                if previous > 0 && plan.commits.first().is_some_and(|c| c.green) {
+                    sequence.push(0);
+                }
+                sequence.push(previous);
+            }
+            sequence.push(plan.prod);
+            sequence
+        }
+        Some(length) => {
+            let greens: Vec<usize> = (0..=plan.prod)
+                .filter(|i| plan.commits.get(*i).is_some_and(|c| c.green))
+                .collect();
+            let mut reversed = vec![plan.prod];
+            if let Some(previous) = previous {
+                reversed.push(previous);
+            }
+            let mut cursor = 0;
+            while reversed.len() < length && greens.len() > 1 {
+                let candidate = greens[cursor % greens.len()];
+                cursor += 1;
+                if reversed.last() != Some(&candidate) {
+                    reversed.push(candidate);
+                }
+            }
+            reversed.reverse();
+            reversed
+        }
+    }
+}
+
+fn service_events(
+    plan: &ServicePlan,
+    index: usize,
+    commits: &[Commit],
+    length: Option<usize>,
+) -> Result<Vec<Event>> {
+    let members: Vec<&str> = team(plan.team)
+        .map(|t| t.members.to_vec())
+        .unwrap_or_else(|| vec!["root"]);
+    let member = |n: usize| members[n % members.len()].to_string();
+    let schema_cap = plan.prod_schema_behind.unwrap_or(usize::MAX);
+    let sequence = prod_sequence(plan, length);
+    let first_prod = commit_at(
+        commits,
+        sequence.first().copied().unwrap_or(plan.prod),
+        plan,
+    )?;
+    let scaffold = commit_at(commits, 0, plan)?;
+    let mut events = Vec::new();
+
+    // Onboarding: the Component, both Releases and, with a database, its Databases and schemas.
+    let onboarded = commit_time(index, 0) + HOUR;
+    let mut files = BTreeMap::new();
+    files.insert(
+        platform::component_path(plan.name),
+        yaml(&platform::component(plan))?.into_bytes(),
+    );
+    files.insert(
+        platform::release_path(plan.name, "dev"),
+        yaml(&platform::release(plan, "dev", scaffold))?.into_bytes(),
+    );
+    files.insert(
+        platform::release_path(plan.name, "prod"),
+        yaml(&platform::release(plan, "prod", first_prod))?.into_bytes(),
+    );
+    let mut schema: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    if plan.database {
+        for environment in ["dev", "prod"] {
+            let migrations = if environment == "prod" {
+                capped(&first_prod.migrations, schema_cap)
+            } else {
+                scaffold.migrations.clone()
+            };
+            files.insert(
+                platform::database_path(plan.name, environment),
+                yaml(&platform::database(plan, environment))?.into_bytes(),
+            );
+            files.insert(
+                platform::schema_path(plan.name, environment),
+                yaml(&platform::database_schema(plan, environment, &migrations))?.into_bytes(),
+            );
+            schema.insert(environment, migrations);
+        }
+    }
+    events.push(Event {
+        time: onboarded,
+        author: member(0),
+        message: format!("Onboard {}", plan.name),
+        files,
+        pull: Some(PullPlan {
+            branch: format!("tower/onboard/{}", plan.name),
+            body: format!(
+                "Adds the {} Component and its dev and prod Releases{}.\n\nCreated from the {} template {}.",
+                plan.name,
+                if plan.database {
+                    ", Databases and schemas"
+                } else {
+                    ""
+                },
+                plan.template,
+                crate::world::TEMPLATE_VERSION
+            ),
+            merger: member(1),
+        }),
+    });
+    let mut derived = BTreeMap::new();
+    for (environment, commit) in [("dev", scaffold), ("prod", first_prod)] {
+        derived.extend(derived_release_files(plan, environment, commit)?);
+    }
+    events.push(Event {
+        time: onboarded + 30 * MINUTE,
+        author: people::RELEASE_OPERATOR.into(),
+        message: format!(
+            "Derive {} files: dev {}, prod {}",
+            plan.name,
+            scaffold.short(),
+            first_prod.short()
+        ),
+        files: derived,
+        pull: None,
+    });
+    if plan.database {
+        let mut derived = BTreeMap::new();
+        for (environment, migrations) in &schema {
+            derived.extend(derived_schema_file(plan, environment, migrations)?);
+        }
+        events.push(Event {
+            time: onboarded + 35 * MINUTE,
+            author: people::SCHEMA_OPERATOR.into(),
+            message: format!("Derive {} schema packages", plan.name),
+            files: derived,
+            pull: None,
+        });
+    }
+
+    // dev follows main: every green build up to what dev runs now, by the release operator.
+    for (position, commit) in commits.iter().enumerate().take(plan.dev + 1).skip(1) {
+        if !commit.green {
+            continue;
+        }
+        let built = commit_time(index, position) + 15 * MINUTE;
+        events.push(Event {
+            time: built,
+            author: people::RELEASE_OPERATOR.into(),
+            message: format!("Deploy {} {} to dev", plan.name, commit.short()),
+            files: [(
+                platform::release_path(plan.name, "dev"),
+                yaml(&platform::release(plan, "dev", commit))?.into_bytes(),
+            )]
+            .into(),
+            pull: None,
+        });
+        events.push(Event {
+            time: built + MINUTE,
+            author: people::RELEASE_OPERATOR.into(),
+            message: format!("Derive {} dev files for {}", plan.name, commit.short()),
+            files: derived_release_files(plan, "dev", commit)?,
+            pull: None,
+        });
+        if plan.database && schema.get("dev") != Some(&commit.migrations) {
+            events.extend(schema_events(
+                plan,
+                "dev",
+                &commit.migrations,
+                built + 30 * MINUTE,
+                member(position),
+                member(position + 1),
+            )?);
+            schema.insert("dev", commit.migrations.clone());
+        }
+    }
+
+    // prod moves by pull request only.
+    let mut time = onboarded;
+    let mut running = sequence.first().copied().unwrap_or(plan.prod);
+    for (step, position) in sequence.iter().copied().enumerate().skip(1) {
+        let commit = commit_at(commits, position, plan)?;
+        let before = commit_at(commits, running, plan)?;
+        time = (commit_time(index, position) + 20 * HOUR).max(time + HOUR);
+        let author = member(step);
+        let verb = if position < running {
+            "Roll back"
+        } else {
+            "Promote"
+        };
+        events.push(Event {
+            time,
+            author: author.clone(),
+            message: format!("{verb} {} to {} in prod", plan.name, commit.short()),
+            files: [(
+                platform::release_path(plan.name, "prod"),
+                yaml(&platform::release(plan, "prod", commit))?.into_bytes(),
+            )]
+            .into(),
+            pull: Some(PullPlan {
+                branch: format!("tower/promote/{}/prod", plan.name),
+                body: format!(
+                    "Moves {} in prod from {} to {} ({} commits).\n\nOpened from Tower.",
+                    plan.name,
+                    before.short(),
+                    commit.short(),
+                    position.abs_diff(running)
+                ),
+                merger: member(step + 1),
+            }),
+        });
+        events.push(Event {
+            time: time + 30 * MINUTE,
+            author: people::RELEASE_OPERATOR.into(),
+            message: format!("Derive {} prod files for {}", plan.name, commit.short()),
+            files: derived_release_files(plan, "prod", commit)?,
+            pull: None,
+        });
+        let wanted = capped(&commit.migrations, schema_cap);
+        if plan.database && schema.get("prod") != Some(&wanted) {
+            events.extend(schema_events(
+                plan,
+                "prod",
+                &wanted,
+                time + 40 * MINUTE,
+                author,
+                member(step + 1),
+            )?);
+            schema.insert("prod", wanted);
+        }
+        running = position;
+    }
+    Ok(events)
+}
+
+fn capped(migrations: &[String], cap: usize) -> Vec<String> {
+    migrations.iter().take(cap).cloned().collect()
+}
+
+fn schema_events(
+    plan: &ServicePlan,
+    environment: &str,
+    migrations: &[String],
+    time: i64,
+    author: String,
+    merger: String,
+) -> Result<Vec<Event>> {
+    let version = platform::schema_version(migrations);
+    Ok(vec![
+        Event {
+            time,
+            author,
+            message: format!("Publish {} schema {version} to {environment}", plan.name),
+            files: [(
+                platform::schema_path(plan.name, environment),
+                yaml(&platform::database_schema(plan, environment, migrations))?.into_bytes(),
+            )]
+            .into(),
+            pull: Some(PullPlan {
+                branch: format!("tower/schema/{}/{environment}", plan.name),
+                body: format!(
+                    "Applies migrations up to {version} to the {environment} database of {}.",
+                    plan.name
+                ),
+                merger,
+            }),
+        },
+        Event {
+            time: time + 30 * MINUTE,
+            author: people::SCHEMA_OPERATOR.into(),
+            message: format!(
+                "Derive {} {environment} schema package {version}",
+                plan.name
+            ),
+            files: derived_schema_file(plan, environment, migrations)?,
+            pull: None,
+        },
+    ])
+}
+
+fn derived_release_files(
+    plan: &ServicePlan,
+    environment: &str,
+    commit: &Commit,
+) -> Result<BTreeMap<String, Vec<u8>>> {
+    let source = ChartSource {
+        component: plan.name.into(),
+        environment: environment.into(),
+        repo_url: format!("https://github.com/{ORGANISATION}/{}.git", plan.name),
+        path: "chart".into(),
+        target_revision: commit.short().into(),
+    };
+    let values = DerivedValues {
+        image: ImageValue {
+            repository: format!("{REGISTRY}/{}", plan.name),
+            tag: commit.short().into(),
+        },
+    };
+    Ok([
+        (
+            format!("components/{}/environments/{environment}.yaml", plan.name),
+            yaml(&source)?.into_bytes(),
+        ),
+        (
+            format!("components/{}/values/{environment}.yaml", plan.name),
+            yaml(&values)?.into_bytes(),
+        ),
+    ]
+    .into())
+}
+
+fn derived_schema_file(
+    plan: &ServicePlan,
+    environment: &str,
+    migrations: &[String],
+) -> Result<BTreeMap<String, Vec<u8>>> {
+    let version = platform::schema_version(migrations);
+    let schema = DerivedSchema {
+        database: plan.name.into(),
+        environment: environment.into(),
+        version: version.clone(),
+        migrations: migrations.to_vec(),
+        package: format!("{REGISTRY}/{}-schema:{version}", plan.name),
+    };
+    Ok([(
+        format!("components/{}/schema/{environment}.yaml", plan.name),
+        yaml(&schema)?.into_bytes(),
+    )]
+    .into())
+}

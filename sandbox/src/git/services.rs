@@ -1,0 +1,409 @@
+//! The files of a service repository at each commit of its plan: code, a Helm chart, `catalog-info.yaml`
+//! and migrations.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::stream::{CommitSpec, Signature, Stream};
+use super::{Result, people, yaml};
+use crate::world::{ORGANISATION, REGISTRY, ServicePlan, team};
+
+/// When the first service's scaffold commit was made: 2026-11-02T09:00:00Z.
+pub const HISTORY_START: i64 = 1_793_610_000;
+/// A day, in seconds.
+pub const DAY: i64 = 86_400;
+
+/// The commit time of commit `index` of the `service_index`-th service: one commit a day per service,
+/// services 40 minutes apart so histories interleave.
+pub fn commit_time(service_index: usize, index: usize) -> i64 {
+    HISTORY_START + index as i64 * DAY + service_index as i64 * 2_400
+}
+
+/// The login of the team member who authored commit `index` of `plan`: members take turns.
+pub fn author(plan: &ServicePlan, index: usize) -> &'static str {
+    team(plan.team)
+        .and_then(|t| t.members.get(index % t.members.len().max(1)).copied())
+        .unwrap_or("root")
+}
+
+/// A planned commit as written into the stream.
+pub struct Planned {
+    /// Its fast-import mark.
+    pub mark: usize,
+    /// The author's login.
+    pub author: &'static str,
+    /// Commit time.
+    pub time: i64,
+    /// Migrations present at this commit, in order.
+    pub migrations: Vec<String>,
+}
+
+/// Writes `plan`'s whole history onto `refs/heads/main` of `stream`.
+pub fn write_history(
+    stream: &mut Stream,
+    plan: &ServicePlan,
+    service_index: usize,
+) -> Result<Vec<Planned>> {
+    let mut planned = Vec::new();
+    let mut migrations = Vec::new();
+    let mut changelog = String::from("# Changelog\n\n");
+    let mut previous = None;
+    for (index, commit) in plan.commits.iter().enumerate() {
+        let login = author(plan, index);
+        let who = people::identity(login);
+        let time = commit_time(service_index, index);
+        let signature = Signature {
+            name: who.name,
+            email: who.email,
+            time,
+        };
+        let mut files = if index == 0 {
+            scaffold(plan)?
+        } else {
+            BTreeMap::new()
+        };
+        changelog.push_str(&format!("- {}\n", commit.message));
+        files.insert("CHANGELOG.md".into(), changelog.clone().into_bytes());
+        if index > 0 {
+            let (path, content) = feature_file(plan, commit.message);
+            files.insert(path, content.into_bytes());
+        }
+        if let Some(file) = commit.migration {
+            migrations.push(file.to_string());
+            files.insert(
+                format!("migrations/{file}"),
+                migration_sql(plan.name, file).into_bytes(),
+            );
+        }
+        let mark = stream.commit(&CommitSpec {
+            branch: "refs/heads/main".into(),
+            author: signature.clone(),
+            committer: signature,
+            message: commit.message.into(),
+            from: previous,
+            merge: None,
+            files,
+        });
+        previous = Some(mark);
+        planned.push(Planned {
+            mark,
+            author: login,
+            time,
+            migrations: migrations.clone(),
+        });
+    }
+    Ok(planned)
+}
+
+/// Backstage's catalog entity for a service.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CatalogInfo {
+    api_version: &'static str,
+    kind: &'static str,
+    metadata: CatalogMetadata,
+    spec: CatalogSpec,
+}
+
+#[derive(Serialize)]
+struct CatalogMetadata {
+    name: String,
+    description: String,
+    annotations: BTreeMap<&'static str, String>,
+    tags: Vec<String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CatalogSpec {
+    #[serde(rename = "type")]
+    type_: &'static str,
+    lifecycle: &'static str,
+    owner: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    depends_on: Vec<String>,
+}
+
+/// A Helm chart's `Chart.yaml`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ChartYaml {
+    api_version: &'static str,
+    name: String,
+    description: String,
+    #[serde(rename = "type")]
+    type_: &'static str,
+    version: &'static str,
+    app_version: &'static str,
+}
+
+/// The chart's default values; the release operator's derived values file overrides the image tag.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ChartValues {
+    replica_count: u32,
+    image: ImageValues,
+    service: ServiceValues,
+    ingress: IngressValues,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ImageValues {
+    repository: String,
+    tag: String,
+    pull_policy: &'static str,
+}
+
+#[derive(Serialize)]
+struct ServiceValues {
+    port: u16,
+}
+
+#[derive(Serialize)]
+struct IngressValues {
+    host: String,
+}
+
+/// The files of the scaffold commit.
+fn scaffold(plan: &ServicePlan) -> Result<BTreeMap<String, Vec<u8>>> {
+    let mut files = BTreeMap::new();
+    let catalog = CatalogInfo {
+        api_version: "backstage.io/v1alpha1",
+        kind: "Component",
+        metadata: CatalogMetadata {
+            name: plan.name.into(),
+            description: plan.description.into(),
+            annotations: [
+                (
+                    "github.com/project-slug",
+                    format!("{ORGANISATION}/{}", plan.name),
+                ),
+                ("backstage.io/techdocs-ref", "dir:.".to_string()),
+                (
+                    "backstage.io/kubernetes-label-selector",
+                    format!("{}={}", shared::crd::COMPONENT_LABEL, plan.name),
+                ),
+            ]
+            .into(),
+            tags: vec![language(plan).into()],
+        },
+        spec: CatalogSpec {
+            type_: "service",
+            lifecycle: "production",
+            owner: format!("group:{}", plan.team),
+            depends_on: plan
+                .depends_on
+                .iter()
+                .map(|d| format!("component:{d}"))
+                .collect(),
+        },
+    };
+    files.insert("catalog-info.yaml".into(), yaml(&catalog)?.into_bytes());
+    let chart = ChartYaml {
+        api_version: "v2",
+        name: plan.name.into(),
+        description: plan.description.into(),
+        type_: "application",
+        version: "0.1.0",
+        app_version: "1.0.0",
+    };
+    files.insert("chart/Chart.yaml".into(), yaml(&chart)?.into_bytes());
+    let values = ChartValues {
+        replica_count: 2,
+        image: ImageValues {
+            repository: format!("{REGISTRY}/{}", plan.name),
+            tag: String::new(),
+            pull_policy: "IfNotPresent",
+        },
+        service: ServiceValues { port: 8080 },
+        ingress: IngressValues {
+            host: plan.host.into(),
+        },
+    };
+    files.insert("chart/values.yaml".into(), yaml(&values)?.into_bytes());
+    // Helm templates are templates by nature: they are the chart's source, not data this sandbox emits.
+    files.insert(
+        "chart/templates/deployment.yaml".into(),
+        DEPLOYMENT_TEMPLATE.as_bytes().to_vec(),
+    );
+    files.insert(
+        "chart/templates/service.yaml".into(),
+        SERVICE_TEMPLATE.as_bytes().to_vec(),
+    );
+    files.insert(
+        "README.md".into(),
+        format!(
+            "# {}\n\n{}\n\nOwned by the {} team. Scaffolded from `{}` {}.\n",
+            plan.name,
+            plan.description,
+            plan.team,
+            plan.template,
+            crate::world::TEMPLATE_VERSION
+        )
+        .into_bytes(),
+    );
+    files.insert(
+        "docs/index.md".into(),
+        format!("# {}\n\n{}\n", plan.name, plan.description).into_bytes(),
+    );
+    files.insert("Dockerfile".into(), dockerfile(plan).into_bytes());
+    for (path, content) in entry_point(plan) {
+        files.insert(path, content.into_bytes());
+    }
+    Ok(files)
+}
+
+fn language(plan: &ServicePlan) -> &'static str {
+    match plan.template {
+        "node-service" => "node",
+        "rust-service" => "rust",
+        "python-service" => "python",
+        _ => "go",
+    }
+}
+
+fn dockerfile(plan: &ServicePlan) -> String {
+    match language(plan) {
+        "node" => "FROM node:22-alpine\nWORKDIR /app\nCOPY . .\nRUN npm ci --omit=dev\nCMD [\"node\", \"src/index.js\"]\n".into(),
+        "rust" => "FROM rust:1.88 AS build\nWORKDIR /src\nCOPY . .\nRUN cargo build --release\n\nFROM gcr.io/distroless/cc\nCOPY --from=build /src/target/release/service /service\nCMD [\"/service\"]\n".into(),
+        "python" => "FROM python:3.12-slim\nWORKDIR /app\nCOPY . .\nRUN pip install .\nCMD [\"python\", \"-m\", \"app.main\"]\n".into(),
+        _ => "FROM golang:1.23 AS build\nWORKDIR /src\nCOPY . .\nRUN go build -o /service ./cmd/server\n\nFROM gcr.io/distroless/static\nCOPY --from=build /service /service\nCMD [\"/service\"]\n".into(),
+    }
+}
+
+fn entry_point(plan: &ServicePlan) -> Vec<(String, String)> {
+    let name = plan.name;
+    let description = plan.description;
+    match language(plan) {
+        "node" => vec![
+            (
+                "package.json".into(),
+                format!(
+                    "{{\n  \"name\": \"{name}\",\n  \"version\": \"1.0.0\",\n  \"main\": \"src/index.js\"\n}}\n"
+                ),
+            ),
+            (
+                "src/index.js".into(),
+                format!(
+                    "// {name}: {description}\nconst http = require('http');\nhttp.createServer((req, res) => res.end('ok')).listen(8080);\n"
+                ),
+            ),
+        ],
+        "rust" => vec![
+            (
+                "Cargo.toml".into(),
+                format!("[package]\nname = \"{name}\"\nversion = \"1.0.0\"\nedition = \"2024\"\n"),
+            ),
+            (
+                "src/main.rs".into(),
+                format!(
+                    "//! {name}: {description}\n\nfn main() {{\n    println!(\"listening on :8080\");\n}}\n"
+                ),
+            ),
+        ],
+        "python" => vec![
+            (
+                "pyproject.toml".into(),
+                format!("[project]\nname = \"{name}\"\nversion = \"1.0.0\"\n"),
+            ),
+            (
+                "app/main.py".into(),
+                format!(
+                    "\"\"\"{name}: {description}\"\"\"\n\n\ndef main():\n    print(\"listening on :8080\")\n"
+                ),
+            ),
+        ],
+        _ => vec![
+            (
+                "go.mod".into(),
+                format!("module github.com/{ORGANISATION}/{name}\n\ngo 1.22\n"),
+            ),
+            (
+                "cmd/server/main.go".into(),
+                format!(
+                    "// Command server runs {name}: {description}\npackage main\n\nimport \"net/http\"\n\nfunc main() {{\n\thttp.ListenAndServe(\":8080\", nil)\n}}\n"
+                ),
+            ),
+        ],
+    }
+}
+
+/// The source file a feature commit adds, named after its message.
+fn feature_file(plan: &ServicePlan, message: &str) -> (String, String) {
+    let slug: String = message
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .take(4)
+        .map(str::to_ascii_lowercase)
+        .collect::<Vec<_>>()
+        .join("_");
+    match language(plan) {
+        "node" => (
+            format!("src/{slug}.js"),
+            format!("// {message}\nmodule.exports = function {slug}() {{ return true; }};\n"),
+        ),
+        "rust" => (
+            format!("src/{slug}.rs"),
+            format!("//! {message}\n\npub fn {slug}() -> bool {{\n    true\n}}\n"),
+        ),
+        "python" => (
+            format!("app/{slug}.py"),
+            format!("\"\"\"{message}\"\"\"\n\n\ndef {slug}():\n    return True\n"),
+        ),
+        _ => (
+            format!("internal/{}/{slug}.go", plan.name),
+            format!(
+                "// {message}\npackage {}\n\nfunc {}() bool {{ return true }}\n",
+                plan.name,
+                slug.replace('_', "")
+            ),
+        ),
+    }
+}
+
+fn migration_sql(service: &str, file: &str) -> String {
+    let what = file
+        .split_once('_')
+        .map(|(_, rest)| rest.trim_end_matches(".sql").replace('_', " "))
+        .unwrap_or_default();
+    format!("-- {service}: {what}\nBEGIN;\n-- {file}\nCOMMIT;\n")
+}
+
+const DEPLOYMENT_TEMPLATE: &str = r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}
+  labels:
+    platform.tower.dev/component: {{ .Chart.Name }}
+spec:
+  replicas: {{ .Values.replicaCount }}
+  selector:
+    matchLabels:
+      app.kubernetes.io/name: {{ .Chart.Name }}
+  template:
+    metadata:
+      labels:
+        app.kubernetes.io/name: {{ .Chart.Name }}
+        platform.tower.dev/component: {{ .Chart.Name }}
+    spec:
+      containers:
+        - name: {{ .Chart.Name }}
+          image: "{{ .Values.image.repository }}:{{ .Values.image.tag }}"
+          imagePullPolicy: {{ .Values.image.pullPolicy }}
+          ports:
+            - containerPort: {{ .Values.service.port }}
+"#;
+
+const SERVICE_TEMPLATE: &str = r#"apiVersion: v1
+kind: Service
+metadata:
+  name: {{ .Release.Name }}
+spec:
+  selector:
+    app.kubernetes.io/name: {{ .Chart.Name }}
+  ports:
+    - port: 80
+      targetPort: {{ .Values.service.port }}
+"#;
