@@ -244,6 +244,43 @@ impl ClusterStore {
         self.inner.logs.restart(namespace, pod, container);
     }
 
+    /// Watches one type in-process: yields `("ADDED" | "MODIFIED" | "DELETED", object)` for every change
+    /// committed after this call, in commit order.
+    ///
+    /// For simulators and sibling fakes (Argo CD's stream) that need what a watch gives without HTTP.
+    /// The stream ends if the watcher falls more than the live buffer behind, as a real watch would
+    /// end with `410`: callers list again and re-watch.
+    pub fn watch(
+        &self,
+        api_version: &str,
+        kind: &str,
+    ) -> Result<impl futures::Stream<Item = (&'static str, Value)> + Send + use<>> {
+        let ty = self.type_by_kind(api_version, kind)?;
+        // Changes committed between reading the version and subscribing come back as replay.
+        let subscription = self.subscribe(ty, Some(self.current_resource_version()))?;
+        let after = subscription.resource_version;
+        let mut live = subscription.live;
+        Ok(async_stream::stream! {
+            for change in subscription.replay {
+                yield (change.event.as_str(), change.object.clone());
+            }
+            while let Ok(change) = live.recv().await {
+                if change.type_index == ty && change.resource_version > after {
+                    yield (change.event.as_str(), change.object.clone());
+                }
+            }
+        })
+    }
+
+    /// Parses a Kubernetes label selector (`a=b,c in (x,y),!d`) into a predicate on objects, so code
+    /// outside the HTTP layer selects exactly as `?labelSelector=` does.
+    pub fn label_matcher(
+        selector: &str,
+    ) -> Result<impl Fn(&Value) -> bool + Clone + Send + Sync + use<>> {
+        let selector = super::selector::LabelSelector::parse(selector)?;
+        Ok(move |object: &Value| selector.matches(object.pointer("/metadata/labels")))
+    }
+
     // ---- used by the HTTP layer ----
 
     pub(crate) fn registry(&self) -> &Registry {

@@ -1,0 +1,536 @@
+//! A fake Argo CD API server: the slice of `/api/v1` Tower calls, with Argo CD's wire shapes.
+//!
+//! As in a real install, the Applications are `argoproj.io/v1alpha1` objects on the management
+//! cluster; this server reads and writes them through [`ClusterStore`], and builds resource trees from
+//! the destination clusters' live objects. A sync request only records the operation (`operation`,
+//! `status.operationState.phase = Running`): moving it on to `Succeeded` is the simulator's job, as it
+//! is the application controller's in a real install.
+//!
+//! Errors use Argo CD's grpc-gateway body, `{"error", "code", "message"}`, with the gRPC code mapped
+//! to HTTP the way grpc-gateway maps it.
+
+mod tree;
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use futures::StreamExt as _;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::apiserver::{ClusterStore, ResourceType, StoreError};
+
+/// The Application's `apiVersion`.
+pub const API_VERSION: &str = "argoproj.io/v1alpha1";
+/// The Application's `kind`.
+pub const KIND: &str = "Application";
+/// Where Applications live on the management cluster unless a request names another `appNamespace`.
+pub const NAMESPACE: &str = "argocd";
+/// The local account the bearer token belongs to: what `operation.initiatedBy.username` records.
+pub const ACCOUNT: &str = "tower";
+
+/// The `Application` resource type, to register with [`crate::apiserver::Clusters::new`].
+pub fn application_type() -> ResourceType {
+    ResourceType {
+        group: "argoproj.io".into(),
+        version: "v1alpha1".into(),
+        kind: KIND.into(),
+        plural: "applications".into(),
+        namespaced: true,
+    }
+}
+
+/// One sync request as the server received it, for tests asserting what Tower asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SyncRequestRecord {
+    /// The Application's name.
+    pub app: String,
+    /// The revision asked for, if any (`None` syncs to the app's target revision).
+    pub revision: Option<String>,
+    /// Whether resources no longer in git are to be deleted.
+    pub prune: bool,
+    /// `strategy.apply.force` (or `strategy.hook.syncStrategyApply.force`).
+    pub force: bool,
+    /// Whether this was a dry run, which changes nothing.
+    pub dry_run: bool,
+    /// When it arrived.
+    pub at: jiff::Timestamp,
+}
+
+/// The fake Argo CD; cheap to clone, every clone sharing state.
+#[derive(Clone)]
+pub struct ArgoCd {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    /// Holds the Applications.
+    management: ClusterStore,
+    /// Destination clusters by Argo CD cluster name (`dev`, `prod`).
+    destinations: BTreeMap<String, ClusterStore>,
+    /// The one bearer token accepted.
+    token: String,
+    /// Every HTTP request received, authorised or not.
+    requests: AtomicU64,
+    /// Every well-formed sync request for an existing Application, in arrival order.
+    syncs: Mutex<Vec<SyncRequestRecord>>,
+}
+
+impl ArgoCd {
+    /// An Argo CD reading Applications from `management`, resource trees from `destinations` (by the
+    /// cluster name Applications use in `spec.destination.name`), and accepting only `token`.
+    pub fn new(
+        management: ClusterStore,
+        destinations: BTreeMap<String, ClusterStore>,
+        token: impl Into<String>,
+    ) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                management,
+                destinations,
+                token: token.into(),
+                requests: AtomicU64::new(0),
+                syncs: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    /// The routes under `/api/v1/…`; the sandbox nests them under `/argocd`.
+    pub fn router(&self) -> Router {
+        let authenticated = Router::new()
+            .route("/api/v1/applications", get(list))
+            .route("/api/v1/applications/{name}", get(get_one))
+            .route(
+                "/api/v1/applications/{name}/resource-tree",
+                get(resource_tree),
+            )
+            .route("/api/v1/applications/{name}/sync", post(sync))
+            .route("/api/v1/stream/applications", get(stream))
+            .fallback(|| async { ArgoError::new(Code::NotFound, "Not Found") })
+            .route_layer(middleware::from_fn_with_state(self.clone(), authenticate));
+        authenticated
+            .layer(middleware::from_fn_with_state(self.clone(), count))
+            .with_state(self.clone())
+    }
+
+    /// Every sync request received so far.
+    pub fn sync_requests(&self) -> Vec<SyncRequestRecord> {
+        self.inner
+            .syncs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// How many HTTP requests this server has received, rejected ones included.
+    pub fn request_count(&self) -> u64 {
+        self.inner.requests.load(Ordering::Relaxed)
+    }
+
+    fn application(&self, namespace: &str, name: &str) -> Result<Value, ArgoError> {
+        self.inner
+            .management
+            .get(API_VERSION, KIND, Some(namespace), name)
+            .ok_or_else(|| not_found(name))
+    }
+}
+
+// ---- errors ----
+
+/// The gRPC codes this server answers with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Code {
+    InvalidArgument = 3,
+    NotFound = 5,
+    FailedPrecondition = 9,
+    Internal = 13,
+    Unauthenticated = 16,
+}
+
+impl Code {
+    /// grpc-gateway's `HTTPStatusFromCode`.
+    fn status(self) -> StatusCode {
+        match self {
+            Self::InvalidArgument | Self::FailedPrecondition => StatusCode::BAD_REQUEST,
+            Self::NotFound => StatusCode::NOT_FOUND,
+            Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::Unauthenticated => StatusCode::UNAUTHORIZED,
+        }
+    }
+}
+
+/// An error in Argo CD's wire shape.
+#[derive(Debug)]
+struct ArgoError {
+    code: Code,
+    message: String,
+}
+
+impl ArgoError {
+    fn new(code: Code, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl IntoResponse for ArgoError {
+    fn into_response(self) -> Response {
+        let body =
+            json!({"error": self.message, "code": self.code as i32, "message": self.message});
+        (self.code.status(), Json(body)).into_response()
+    }
+}
+
+impl From<StoreError> for ArgoError {
+    fn from(err: StoreError) -> Self {
+        match err {
+            StoreError::NotFound { .. } => Self::new(Code::NotFound, err.to_string()),
+            StoreError::BadRequest(_) | StoreError::Invalid { .. } => {
+                Self::new(Code::InvalidArgument, err.to_string())
+            }
+            other => {
+                tracing::error!(error = %other, "argocd: store write failed");
+                Self::new(Code::Internal, "internal error")
+            }
+        }
+    }
+}
+
+fn not_found(name: &str) -> ArgoError {
+    ArgoError::new(
+        Code::NotFound,
+        format!("applications.argoproj.io \"{name}\" not found"),
+    )
+}
+
+// ---- middleware ----
+
+async fn count(State(argo): State<ArgoCd>, request: Request, next: Next) -> Response {
+    argo.inner.requests.fetch_add(1, Ordering::Relaxed);
+    next.run(request).await
+}
+
+/// Accepts `Authorization: Bearer <token>` (API clients) or the `argocd.token` cookie (the UI).
+async fn authenticate(State(argo): State<ArgoCd>, request: Request, next: Next) -> Response {
+    let headers = request.headers();
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    let cookie = headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().strip_prefix("argocd.token="))
+        .next();
+    match bearer.or(cookie) {
+        // Argo CD's own messages, so a client's error handling sees what it would in production.
+        None => ArgoError::new(Code::Unauthenticated, "no session information").into_response(),
+        Some(token) if token != argo.inner.token => ArgoError::new(
+            Code::Unauthenticated,
+            "invalid session: token signature is invalid",
+        )
+        .into_response(),
+        Some(_) => next.run(request).await,
+    }
+}
+
+// ---- queries ----
+
+/// The query parameters Application reads share; `projects` may repeat, so they arrive as pairs.
+#[derive(Debug, Default)]
+struct AppQuery {
+    name: Option<String>,
+    selector: Option<String>,
+    projects: Vec<String>,
+    app_namespace: Option<String>,
+    repo: Option<String>,
+}
+
+impl AppQuery {
+    fn from_pairs(pairs: Vec<(String, String)>) -> Self {
+        let mut query = Self::default();
+        for (key, value) in pairs {
+            match key.as_str() {
+                "name" if !value.is_empty() => query.name = Some(value),
+                "selector" if !value.is_empty() => query.selector = Some(value),
+                "projects" | "project" if !value.is_empty() => query.projects.push(value),
+                "appNamespace" if !value.is_empty() => query.app_namespace = Some(value),
+                "repo" if !value.is_empty() => query.repo = Some(value),
+                _ => {}
+            }
+        }
+        query
+    }
+
+    fn namespace(&self) -> &str {
+        self.app_namespace.as_deref().unwrap_or(NAMESPACE)
+    }
+
+    /// A predicate for Applications this query selects; fails on a malformed selector.
+    fn matcher(&self) -> Result<impl Fn(&Value) -> bool + Send + Sync + use<>, ArgoError> {
+        let labels = ClusterStore::label_matcher(self.selector.as_deref().unwrap_or(""))
+            .map_err(|err| ArgoError::new(Code::InvalidArgument, err.to_string()))?;
+        let namespace = self.namespace().to_owned();
+        let name = self.name.clone();
+        let projects = self.projects.clone();
+        let repo = self.repo.clone();
+        Ok(move |app: &Value| {
+            let text = |pointer: &str| app.pointer(pointer).and_then(Value::as_str);
+            text("/metadata/namespace") == Some(namespace.as_str())
+                && name
+                    .as_deref()
+                    .is_none_or(|n| text("/metadata/name") == Some(n))
+                && (projects.is_empty()
+                    || projects
+                        .iter()
+                        .any(|p| text("/spec/project") == Some(p.as_str())))
+                && repo
+                    .as_deref()
+                    .is_none_or(|r| text("/spec/source/repoURL") == Some(r))
+                && labels(app)
+        })
+    }
+}
+
+// ---- handlers ----
+
+async fn list(
+    State(argo): State<ArgoCd>,
+    Query(pairs): Query<Vec<(String, String)>>,
+) -> Result<Json<Value>, ArgoError> {
+    let query = AppQuery::from_pairs(pairs);
+    let selected = query.matcher()?;
+    let management = &argo.inner.management;
+    let resource_version = management.current_resource_version();
+    let items: Vec<Value> = management
+        .list(API_VERSION, KIND)
+        .into_iter()
+        .filter(|app| selected(app))
+        .collect();
+    Ok(Json(json!({
+        "metadata": {"resourceVersion": resource_version.to_string()},
+        "items": items,
+    })))
+}
+
+async fn get_one(
+    State(argo): State<ArgoCd>,
+    Path(name): Path<String>,
+    Query(pairs): Query<Vec<(String, String)>>,
+) -> Result<Json<Value>, ArgoError> {
+    let query = AppQuery::from_pairs(pairs);
+    argo.application(query.namespace(), &name).map(Json)
+}
+
+async fn resource_tree(
+    State(argo): State<ArgoCd>,
+    Path(name): Path<String>,
+    Query(pairs): Query<Vec<(String, String)>>,
+) -> Result<Json<Value>, ArgoError> {
+    let query = AppQuery::from_pairs(pairs);
+    let app = argo.application(query.namespace(), &name)?;
+    let destination = tree::destination(&app);
+    let nodes = destination
+        .cluster
+        .as_deref()
+        .and_then(|cluster| argo.inner.destinations.get(cluster))
+        .map(|store| tree::nodes(store, &destination.namespace, &destination.component))
+        .unwrap_or_default();
+    Ok(Json(json!({"nodes": nodes})))
+}
+
+/// `applicationApplicationSyncRequest`, the parts this server reads.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+struct SyncRequest {
+    revision: Option<String>,
+    prune: bool,
+    dry_run: bool,
+    strategy: Option<Value>,
+    resources: Option<Vec<Value>>,
+    sync_options: Option<SyncOptions>,
+    infos: Option<Vec<Value>>,
+    app_namespace: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct SyncOptions {
+    items: Vec<String>,
+}
+
+impl SyncRequest {
+    fn force(&self) -> bool {
+        let flag = |pointer: &str| {
+            self.strategy
+                .as_ref()
+                .and_then(|s| s.pointer(pointer))
+                .and_then(Value::as_bool)
+                .unwrap_or(false)
+        };
+        flag("/apply/force") || flag("/hook/syncStrategyApply/force")
+    }
+}
+
+/// How often a sync retries writing the Application when something else wrote it in between.
+const WRITE_ATTEMPTS: usize = 5;
+
+async fn sync(
+    State(argo): State<ArgoCd>,
+    Path(name): Path<String>,
+    body: axum::body::Bytes,
+) -> Result<Json<Value>, ArgoError> {
+    let request: SyncRequest = if body.iter().all(u8::is_ascii_whitespace) {
+        SyncRequest::default()
+    } else {
+        // Argo CD's gateway is not strict about the content type; it decodes the body as JSON.
+        serde_json::from_slice(&body).map_err(|err| {
+            ArgoError::new(
+                Code::InvalidArgument,
+                format!("invalid sync request body: {err}"),
+            )
+        })?
+    };
+    let namespace = request
+        .app_namespace
+        .clone()
+        .filter(|ns| !ns.is_empty())
+        .unwrap_or_else(|| NAMESPACE.to_owned());
+    let app = argo.application(&namespace, &name)?;
+    argo.inner
+        .syncs
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(SyncRequestRecord {
+            app: name.clone(),
+            revision: request.revision.clone().filter(|r| !r.is_empty()),
+            prune: request.prune,
+            force: request.force(),
+            dry_run: request.dry_run,
+            at: jiff::Timestamp::now(),
+        });
+    if request.dry_run {
+        return Ok(Json(app));
+    }
+    let mut current = app;
+    for _ in 0..WRITE_ATTEMPTS {
+        let running = current
+            .pointer("/status/operationState/phase")
+            .and_then(Value::as_str)
+            == Some("Running")
+            && current.get("operation").is_some_and(|op| !op.is_null());
+        if running {
+            return Err(ArgoError::new(
+                Code::FailedPrecondition,
+                "another operation is already in progress",
+            ));
+        }
+        let updated = with_operation(current.clone(), &request);
+        match argo.inner.management.replace(updated) {
+            Ok(stored) => return Ok(Json(stored)),
+            Err(StoreError::Conflict { .. }) => {
+                current = argo.application(&namespace, &name)?;
+            }
+            Err(err) => return Err(err.into()),
+        }
+    }
+    Err(ArgoError::new(
+        Code::Internal,
+        "the application kept changing; try again",
+    ))
+}
+
+/// The Application with a sync `operation` requested and its `operationState` Running.
+fn with_operation(mut app: Value, request: &SyncRequest) -> Value {
+    let revision = request
+        .revision
+        .clone()
+        .filter(|r| !r.is_empty())
+        .or_else(|| {
+            app.pointer("/spec/source/targetRevision")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| "HEAD".to_owned());
+    let mut sync = json!({
+        "revision": revision,
+        "prune": request.prune,
+        "syncStrategy": request.strategy.clone().unwrap_or_else(|| json!({"hook": {}})),
+    });
+    if let Some(resources) = request.resources.as_ref().filter(|r| !r.is_empty()) {
+        sync["resources"] = json!(resources);
+    }
+    if let Some(options) = request
+        .sync_options
+        .as_ref()
+        .filter(|o| !o.items.is_empty())
+    {
+        sync["syncOptions"] = json!(options.items);
+    }
+    let mut operation = json!({
+        "sync": sync,
+        "initiatedBy": {"username": ACCOUNT},
+        "retry": {},
+    });
+    if let Some(infos) = request.infos.as_ref().filter(|i| !i.is_empty()) {
+        operation["info"] = json!(infos);
+    }
+    let started = jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string();
+    let state = json!({
+        "operation": operation,
+        "phase": "Running",
+        "message": "waiting for sync to start",
+        "startedAt": started,
+    });
+    if let Some(map) = app.as_object_mut() {
+        map.insert("operation".into(), operation);
+        let status = map.entry("status").or_insert_with(|| json!({}));
+        if let Some(status) = status.as_object_mut() {
+            status.insert("operationState".into(), state);
+        }
+    }
+    app
+}
+
+/// How often an idle stream sends an SSE comment, so proxies keep it open.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+async fn stream(
+    State(argo): State<ArgoCd>,
+    Query(pairs): Query<Vec<(String, String)>>,
+) -> Result<impl IntoResponse, ArgoError> {
+    let query = AppQuery::from_pairs(pairs);
+    let selected = query.matcher()?;
+    let management = argo.inner.management.clone();
+    // Watch before listing so no change falls between the two; a duplicate MODIFIED is harmless.
+    let changes = management.watch(API_VERSION, KIND)?;
+    let initial: Vec<Value> = management
+        .list(API_VERSION, KIND)
+        .into_iter()
+        .filter(|app| selected(app))
+        .collect();
+    let events = futures::stream::iter(initial.into_iter().map(|app| ("ADDED", app)))
+        .chain(changes.filter(move |(_, app)| std::future::ready(selected(app))))
+        .map(|(kind, app)| {
+            let data = json!({"result": {"type": kind, "application": app}});
+            Ok::<_, Infallible>(Event::default().data(data.to_string()))
+        });
+    Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
+}

@@ -1,0 +1,213 @@
+//! Metrics for the sandbox's services, answering where Tower's Mimir client looks (`…/prometheus`).
+//!
+//! When `prometheus` and `promtool` are on `PATH` (Debian's `prometheus` package), hours of history
+//! are backfilled with promtool and a private Prometheus runs on loopback, scraping a live exposition
+//! that continues that history. Otherwise the sandbox answers `query` and `query_range` itself for the
+//! PromQL subset Tower's fixed queries use. Both read one deterministic [`Generator`], so the same
+//! query gives the same series either way.
+//!
+//! Debian's package also tries to start a system service on `0.0.0.0:9090`; nothing here uses it.
+
+mod api;
+mod prometheus;
+pub mod promql;
+mod series;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use axum::Router;
+
+pub use prometheus::PrometheusServer;
+pub use series::{Generator, Series};
+
+use crate::world::ServicePlan;
+
+/// How much history is backfilled, and at what resolution.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Seeds the generator: the same seed gives the same series.
+    pub seed: u64,
+    /// The sandbox's "now": history ends here and live samples continue from it.
+    pub now: jiff::Timestamp,
+    /// How far back history goes.
+    pub history: Duration,
+    /// Seconds between backfilled samples.
+    pub step: Duration,
+    /// How long before `history` the counters start, so `rate` and `increase` at the start of
+    /// history have earlier samples to compare with.
+    pub warmup: Duration,
+}
+
+impl Options {
+    /// Six hours at 30-second steps: enough for the Metrics tab's ranges, a backfill of a few seconds.
+    pub fn new(seed: u64, now: jiff::Timestamp) -> Self {
+        Self {
+            seed,
+            now,
+            history: Duration::from_secs(6 * 3600),
+            step: Duration::from_secs(30),
+            warmup: Duration::from_secs(24 * 3600),
+        }
+    }
+
+    fn generator(&self, services: &[ServicePlan]) -> Generator {
+        let now = self.now.as_millisecond() as f64 / 1000.0;
+        let origin = now - self.history.as_secs_f64() - self.warmup.as_secs_f64();
+        // A whole minute, so the same `now` within a minute gives identical values.
+        Generator::new(self.seed, (origin / 60.0).floor() * 60.0, services)
+    }
+}
+
+/// The metrics backend and whatever it needs served.
+pub enum Metrics {
+    /// A real Prometheus with backfilled history, scraping the sandbox's `/metrics`.
+    Prometheus(Box<Running<PrometheusServer>>),
+    /// The sandbox answers the PromQL subset itself.
+    Fallback(Box<Running<()>>),
+}
+
+/// A backend with its generator and the loopback server for what the sandbox serves itself.
+pub struct Running<B> {
+    /// The real Prometheus, or `()` in fallback mode.
+    pub backend: B,
+    generator: Arc<Generator>,
+    addr: SocketAddr,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl<B> Drop for Running<B> {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+impl Metrics {
+    /// Starts a real Prometheus when `prometheus` and `promtool` are on `PATH`, else the fallback;
+    /// six hours of history at 30-second steps.
+    pub async fn start(
+        seed: u64,
+        now: jiff::Timestamp,
+        services: &[ServicePlan],
+    ) -> anyhow::Result<Self> {
+        Self::start_with(Options::new(seed, now), services).await
+    }
+
+    /// [`Metrics::start`] with explicit history options. A Prometheus that fails to start is logged
+    /// and replaced by the fallback, so the sandbox always has metrics.
+    pub async fn start_with(options: Options, services: &[ServicePlan]) -> anyhow::Result<Self> {
+        if Self::prometheus_installed() {
+            match Self::prometheus(options.clone(), services).await {
+                Ok(metrics) => return Ok(metrics),
+                Err(error) => {
+                    tracing::warn!(
+                        error = format!("{error:#}"),
+                        "prometheus failed; using the built-in PromQL subset"
+                    );
+                }
+            }
+        }
+        Self::fallback(options, services).await
+    }
+
+    /// Whether `prometheus` and `promtool` are both on `PATH`.
+    pub fn prometheus_installed() -> bool {
+        prometheus::on_path("prometheus").is_some() && prometheus::on_path("promtool").is_some()
+    }
+
+    /// Backfills and starts a real Prometheus; fails if it is not installed or does not come up.
+    pub async fn prometheus(options: Options, services: &[ServicePlan]) -> anyhow::Result<Self> {
+        let generator = Arc::new(options.generator(services));
+        let (addr, server) = serve(api::router(generator.clone(), false)).await?;
+        let now = options.now.as_millisecond() as f64 / 1000.0;
+        let backend = prometheus::start(
+            &generator,
+            now,
+            options.history,
+            options.step,
+            &addr.to_string(),
+        )
+        .await;
+        let backend = match backend {
+            Ok(backend) => backend,
+            Err(error) => {
+                server.abort();
+                return Err(error);
+            }
+        };
+        tracing::info!(
+            url = backend.url(),
+            backfill_ms = backend.backfill.as_millis() as u64,
+            startup_ms = backend.startup.as_millis() as u64,
+            "prometheus ready"
+        );
+        Ok(Self::Prometheus(Box::new(Running {
+            backend,
+            generator,
+            addr,
+            server,
+        })))
+    }
+
+    /// The built-in PromQL subset, whatever is installed.
+    pub async fn fallback(options: Options, services: &[ServicePlan]) -> anyhow::Result<Self> {
+        let generator = Arc::new(options.generator(services));
+        let (addr, server) = serve(api::router(generator.clone(), true)).await?;
+        Ok(Self::Fallback(Box::new(Running {
+            backend: (),
+            generator,
+            addr,
+            server,
+        })))
+    }
+
+    /// The base URL a Prometheus/Mimir client uses, ending in `/prometheus` (append `/api/v1/query`).
+    pub fn base_url(&self) -> String {
+        match self {
+            Self::Prometheus(running) => running.backend.url().to_owned(),
+            Self::Fallback(running) => format!("http://{}/prometheus", running.addr),
+        }
+    }
+
+    /// What the sandbox serves itself: the fallback's `/prometheus/api/v1/…` (fallback mode only) and
+    /// the `/metrics` exposition. Already served on its own loopback port; mount it elsewhere too if
+    /// one port should serve everything.
+    pub fn router(&self) -> Router {
+        match self {
+            Self::Prometheus(running) => api::router(running.generator.clone(), false),
+            Self::Fallback(running) => api::router(running.generator.clone(), true),
+        }
+    }
+
+    /// The generator behind every value, for tests comparing answers with it.
+    pub fn generator(&self) -> &Generator {
+        match self {
+            Self::Prometheus(running) => &running.generator,
+            Self::Fallback(running) => &running.generator,
+        }
+    }
+
+    /// How long the backfill and Prometheus' startup took (zero in fallback mode).
+    pub fn timings(&self) -> (Duration, Duration) {
+        match self {
+            Self::Prometheus(running) => (running.backend.backfill, running.backend.startup),
+            Self::Fallback(_) => (Duration::ZERO, Duration::ZERO),
+        }
+    }
+}
+
+/// Serves `router` on a fresh loopback port.
+async fn serve(router: Router) -> anyhow::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .context("binding the metrics listener")?;
+    let addr = listener.local_addr().context("metrics listener address")?;
+    let server = tokio::spawn(async move {
+        if let Err(error) = axum::serve(listener, router).await {
+            tracing::error!(%error, "metrics server stopped");
+        }
+    });
+    Ok((addr, server))
+}

@@ -1,0 +1,221 @@
+//! Real mode: backfill history with `promtool`, then run `prometheus` on loopback scraping the live
+//! exposition, so queries see hours of history continued by live samples.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::process::{Child, Command};
+
+use super::api;
+use super::series::Generator;
+
+/// How long Prometheus may take to load the backfilled blocks and become ready.
+const READY_TIMEOUT: Duration = Duration::from_secs(30);
+/// How often Prometheus scrapes the live exposition.
+const SCRAPE_INTERVAL: &str = "5s";
+
+/// A running Prometheus and the folder holding its config and data.
+pub struct PrometheusServer {
+    /// Killed when dropped (`kill_on_drop`, and explicitly in `Drop`).
+    child: Child,
+    /// `http://127.0.0.1:PORT/prometheus`.
+    url: String,
+    /// Removed on drop, after the child is killed (fields drop in order).
+    dir: tempfile::TempDir,
+    /// How long the backfill took.
+    pub(super) backfill: Duration,
+    /// How long Prometheus took to become ready.
+    pub(super) startup: Duration,
+}
+
+impl PrometheusServer {
+    /// The query API's base URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Where the config and TSDB live.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for PrometheusServer {
+    fn drop(&mut self) {
+        // Kill it now rather than when the handle is reaped, so the data folder is not being
+        // written while TempDir removes it.
+        let _ = self.child.start_kill();
+    }
+}
+
+/// The path of executable `name` on `PATH`, if any.
+pub(super) fn on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
+}
+
+/// Writes `history` of samples every `step` ending at `now` as OpenMetrics, turns them into TSDB
+/// blocks, then starts Prometheus scraping `scrape_target` (`host:port`).
+pub(super) async fn start(
+    generator: &Generator,
+    now: f64,
+    history: Duration,
+    step: Duration,
+    scrape_target: &str,
+) -> anyhow::Result<PrometheusServer> {
+    let prometheus = on_path("prometheus").context("prometheus is not on PATH")?;
+    let promtool = on_path("promtool").context("promtool is not on PATH")?;
+    let dir = tempfile::Builder::new()
+        .prefix("tower-sandbox-prometheus-")
+        .tempdir()
+        .context("creating Prometheus' folder")?;
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).context("creating the TSDB folder")?;
+
+    let began = Instant::now();
+    let openmetrics = dir.path().join("history.om");
+    write_history(generator, now, history, step, &openmetrics)?;
+    let output = Command::new(&promtool)
+        .args(["tsdb", "create-blocks-from", "openmetrics", "--quiet"])
+        .arg(&openmetrics)
+        .arg(&data)
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .context("running promtool")?;
+    if !output.status.success() {
+        bail!(
+            "promtool tsdb create-blocks-from openmetrics failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    // The file is only promtool's input; removing it keeps the folder small.
+    let _ = std::fs::remove_file(&openmetrics);
+    let backfill = began.elapsed();
+
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(&config, config_text(scrape_target)).context("writing prometheus.yml")?;
+    let port = free_port().context("finding a free port for Prometheus")?;
+    let listen = format!("127.0.0.1:{port}");
+    let url = format!("http://{listen}/prometheus");
+    let began = Instant::now();
+    let mut child = Command::new(&prometheus)
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!("--storage.tsdb.path={}", data.display()))
+        // Retention counts back from the newest block; backfilled history must not age out at once.
+        .arg("--storage.tsdb.retention.time=30d")
+        .arg(format!("--web.listen-address={listen}"))
+        .arg("--web.route-prefix=/prometheus")
+        .arg(format!("--web.external-url={url}"))
+        .arg("--log.level=warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .context("starting prometheus")?;
+    let deadline = Instant::now() + READY_TIMEOUT;
+    loop {
+        if let Some(status) = child.try_wait().context("checking on prometheus")? {
+            let mut stderr = String::new();
+            if let Some(mut pipe) = child.stderr.take() {
+                let _ = pipe.read_to_string(&mut stderr).await;
+            }
+            bail!("prometheus exited with {status}: {stderr}");
+        }
+        if ready(&listen).await {
+            break;
+        }
+        if Instant::now() > deadline {
+            bail!("prometheus was not ready within {READY_TIMEOUT:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Nobody reads its log from here on; an unread pipe would eventually block it.
+    drop(child.stderr.take());
+    Ok(PrometheusServer {
+        child,
+        url,
+        dir,
+        backfill,
+        startup: began.elapsed(),
+    })
+}
+
+/// The scrape config: one job on the sandbox's exposition.
+///
+/// `honor_labels` keeps the exposition's labels; `job` and `instance` are dropped so live samples
+/// land in the same series as the backfilled history, which has neither.
+fn config_text(target: &str) -> String {
+    format!(
+        "global:\n  scrape_interval: {SCRAPE_INTERVAL}\n  evaluation_interval: {SCRAPE_INTERVAL}\n\
+         scrape_configs:\n  - job_name: sandbox\n    honor_labels: true\n    metrics_path: /metrics\n    \
+         static_configs:\n      - targets: ['{target}']\n    metric_relabel_configs:\n      \
+         - action: labeldrop\n        regex: job|instance\n"
+    )
+}
+
+/// OpenMetrics text for promtool: each metric family contiguous, timestamps in seconds, ending with
+/// `# EOF`.
+fn write_history(
+    generator: &Generator,
+    now: f64,
+    history: Duration,
+    step: Duration,
+    path: &Path,
+) -> anyhow::Result<()> {
+    let step = step.as_secs_f64().max(1.0);
+    // Aligned to the step so samples fall on the same instants on every run; ending before `now`
+    // so the first live scrape is newer than every block (Prometheus rejects older appends).
+    let last = ((now - 1.0) / step).floor() * step;
+    let first = ((now - history.as_secs_f64()) / step).ceil() * step;
+    let mut names: Vec<&str> = Vec::new();
+    for series in generator.series() {
+        if !names.contains(&series.name) {
+            names.push(series.name);
+        }
+    }
+    let mut out = String::new();
+    for name in names {
+        for series in generator.series().iter().filter(|s| s.name == name) {
+            let mut t = first;
+            while t <= last {
+                api::line(&mut out, series, generator.sample(series, t), Some(t));
+                t += step;
+            }
+        }
+    }
+    out.push_str("# EOF\n");
+    std::fs::write(path, out).with_context(|| format!("writing {}", path.display()))
+}
+
+/// A port nobody listens on right now (Prometheus binds it a moment later).
+fn free_port() -> std::io::Result<u16> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok(listener.local_addr()?.port())
+}
+
+/// Whether `/prometheus/-/ready` answers 200, over a bare HTTP/1.0 request (no client dependency).
+async fn ready(listen: &str) -> bool {
+    let connect = tokio::net::TcpStream::connect(listen);
+    let Ok(Ok(mut stream)) = tokio::time::timeout(Duration::from_secs(1), connect).await else {
+        return false;
+    };
+    let request = format!("GET /prometheus/-/ready HTTP/1.0\r\nHost: {listen}\r\n\r\n");
+    if stream.write_all(request.as_bytes()).await.is_err() {
+        return false;
+    }
+    let mut head = [0u8; 16];
+    match tokio::time::timeout(Duration::from_secs(1), stream.read(&mut head)).await {
+        Ok(Ok(n)) => {
+            let head = &head[..n];
+            head.starts_with(b"HTTP/1.0 200") || head.starts_with(b"HTTP/1.1 200")
+        }
+        _ => false,
+    }
+}

@@ -1,0 +1,737 @@
+//! The PromQL subset Tower's fixed queries use, evaluated straight from the generator.
+//!
+//! Supported: vector selectors with `=`, `!=`, `=~`, `!~` matchers; range selectors inside `rate`
+//! and `increase`; `sum`/`avg`/`min`/`max`/`count` with `by (…)` or `without (…)` on either side;
+//! `histogram_quantile(φ, …)`; number literals. Anything else is a parse error naming what is not
+//! supported, so a new query in Tower fails loudly in tests rather than returning nothing.
+
+use std::collections::BTreeMap;
+
+use super::series::{Generator, Series};
+
+/// A parse or evaluation failure, worded like Prometheus' `bad_data` errors.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct QueryError(pub String);
+
+type Result<T> = std::result::Result<T, QueryError>;
+
+fn fail<T>(message: impl Into<String>) -> Result<T> {
+    Err(QueryError(message.into()))
+}
+
+/// A parsed expression.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr {
+    /// A number literal.
+    Number(f64),
+    /// `name{matchers}` or `name{matchers}[range]`.
+    Selector {
+        /// The matchers, the metric name included as `__name__`.
+        matchers: Vec<Matcher>,
+        /// The range in seconds, for range selectors.
+        range: Option<f64>,
+    },
+    /// `rate(…)` or `increase(…)` of a range selector.
+    Rate {
+        /// `increase` rather than `rate`.
+        increase: bool,
+        /// The range selector.
+        selector: Box<Expr>,
+    },
+    /// `histogram_quantile(φ, …)`.
+    Quantile {
+        /// φ.
+        phi: Box<Expr>,
+        /// The buckets.
+        expr: Box<Expr>,
+    },
+    /// An aggregation.
+    Aggregate {
+        /// `sum`, `avg`, `min`, `max` or `count`.
+        op: Aggregation,
+        /// The grouping labels.
+        grouping: Vec<String>,
+        /// `without` rather than `by`.
+        without: bool,
+        /// What is aggregated.
+        expr: Box<Expr>,
+    },
+}
+
+/// The aggregation operators supported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Aggregation {
+    /// `sum`.
+    Sum,
+    /// `avg`.
+    Avg,
+    /// `min`.
+    Min,
+    /// `max`.
+    Max,
+    /// `count`.
+    Count,
+}
+
+/// A label matcher.
+#[derive(Debug, Clone)]
+pub struct Matcher {
+    /// The label name.
+    pub label: String,
+    /// The operator.
+    pub op: MatchOp,
+    /// The value (a regex for `=~`/`!~`).
+    pub value: String,
+    regex: Option<regex::Regex>,
+}
+
+impl PartialEq for Matcher {
+    fn eq(&self, other: &Self) -> bool {
+        self.label == other.label && self.op == other.op && self.value == other.value
+    }
+}
+
+/// A matcher's operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MatchOp {
+    /// `=`.
+    Equal,
+    /// `!=`.
+    NotEqual,
+    /// `=~`.
+    Regex,
+    /// `!~`.
+    NotRegex,
+}
+
+impl Matcher {
+    fn new(label: String, op: MatchOp, value: String) -> Result<Self> {
+        let regex = match op {
+            MatchOp::Regex | MatchOp::NotRegex => Some(
+                // Prometheus anchors label regexes at both ends.
+                regex::Regex::new(&format!("^(?:{value})$")).map_err(|e| {
+                    QueryError(format!(
+                        "parse error: invalid regular expression {value:?}: {e}"
+                    ))
+                })?,
+            ),
+            _ => None,
+        };
+        Ok(Self {
+            label,
+            op,
+            value,
+            regex,
+        })
+    }
+
+    fn matches(&self, value: Option<&str>) -> bool {
+        let value = value.unwrap_or("");
+        match (self.op, &self.regex) {
+            (MatchOp::Equal, _) => value == self.value,
+            (MatchOp::NotEqual, _) => value != self.value,
+            (MatchOp::Regex, Some(re)) => re.is_match(value),
+            (MatchOp::NotRegex, Some(re)) => !re.is_match(value),
+            _ => false,
+        }
+    }
+}
+
+// ---- lexer ----
+
+#[derive(Debug, Clone, PartialEq)]
+enum Token {
+    Ident(String),
+    Str(String),
+    Number(f64),
+    Duration(f64),
+    Punct(&'static str),
+}
+
+fn lex(input: &str) -> Result<Vec<Token>> {
+    let chars: Vec<char> = input.chars().collect();
+    let mut tokens = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c.is_whitespace() {
+            i += 1;
+        } else if c.is_ascii_alphabetic() || c == '_' || c == ':' {
+            let start = i;
+            while i < chars.len() && (chars[i].is_ascii_alphanumeric() || "_:".contains(chars[i])) {
+                i += 1;
+            }
+            tokens.push(Token::Ident(chars[start..i].iter().collect()));
+        } else if c.is_ascii_digit() || c == '.' {
+            let start = i;
+            while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '.') {
+                i += 1;
+            }
+            let text: String = chars[start..i].iter().collect();
+            match text.parse::<f64>() {
+                Ok(n) => tokens.push(Token::Number(n)),
+                Err(_) => tokens.push(Token::Duration(duration(&text)?)),
+            }
+        } else if c == '"' || c == '\'' || c == '`' {
+            let mut value = String::new();
+            i += 1;
+            loop {
+                match chars.get(i) {
+                    None => return fail("parse error: unterminated quoted string"),
+                    Some(&q) if q == c => break,
+                    Some('\\') if c != '`' => {
+                        let escaped = chars.get(i + 1).copied().unwrap_or('\\');
+                        value.push(match escaped {
+                            'n' => '\n',
+                            't' => '\t',
+                            other => other,
+                        });
+                        i += 2;
+                        continue;
+                    }
+                    Some(&other) => value.push(other),
+                }
+                i += 1;
+            }
+            i += 1;
+            tokens.push(Token::Str(value));
+        } else {
+            let two: String = chars[i..chars.len().min(i + 2)].iter().collect();
+            let punct = match two.as_str() {
+                "!=" => Some("!="),
+                "=~" => Some("=~"),
+                "!~" => Some("!~"),
+                "==" | ">=" | "<=" => {
+                    return fail(format!(
+                        "parse error: comparison operator {two:?} is not supported by the sandbox's PromQL subset"
+                    ));
+                }
+                _ => None,
+            };
+            if let Some(p) = punct {
+                tokens.push(Token::Punct(p));
+                i += 2;
+                continue;
+            }
+            let p = match c {
+                '(' => "(",
+                ')' => ")",
+                '{' => "{",
+                '}' => "}",
+                '[' => "[",
+                ']' => "]",
+                ',' => ",",
+                '=' => "=",
+                '+' | '-' | '*' | '/' | '%' | '^' | '>' | '<' => {
+                    return fail(format!(
+                        "parse error: binary operator \"{c}\" is not supported by the sandbox's PromQL subset"
+                    ));
+                }
+                other => {
+                    return fail(format!("parse error: unexpected character: {other:?}"));
+                }
+            };
+            tokens.push(Token::Punct(p));
+            i += 1;
+        }
+    }
+    Ok(tokens)
+}
+
+/// Parses a PromQL duration like `5m`, `1h30m`, `90s`, `500ms` into seconds.
+pub fn duration(text: &str) -> Result<f64> {
+    let bad = || QueryError(format!("parse error: bad duration {text:?}"));
+    let mut total = 0.0;
+    let mut rest = text;
+    if rest.is_empty() {
+        return Err(bad());
+    }
+    while !rest.is_empty() {
+        let digits = rest.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
+        if digits == 0 {
+            return Err(bad());
+        }
+        let number: f64 = rest[..digits].parse().map_err(|_| bad())?;
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let seconds = match &rest[..unit_len] {
+            "ms" => 0.001,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            "d" => 86_400.0,
+            "w" => 604_800.0,
+            "y" => 31_536_000.0,
+            _ => return Err(bad()),
+        };
+        total += number * seconds;
+        rest = &rest[unit_len..];
+    }
+    Ok(total)
+}
+
+// ---- parser ----
+
+struct Parser {
+    tokens: Vec<Token>,
+    pos: usize,
+}
+
+/// Parses an expression of the subset.
+pub fn parse(query: &str) -> Result<Expr> {
+    let tokens = lex(query)?;
+    if tokens.is_empty() {
+        return fail("parse error: no expression found in input");
+    }
+    let mut parser = Parser { tokens, pos: 0 };
+    let expr = parser.expr()?;
+    if let Some(token) = parser.peek() {
+        return fail(format!(
+            "parse error: unexpected {} after a complete expression",
+            describe(token)
+        ));
+    }
+    Ok(expr)
+}
+
+fn describe(token: &Token) -> String {
+    match token {
+        Token::Ident(s) => format!("identifier {s:?}"),
+        Token::Str(s) => format!("string {s:?}"),
+        Token::Number(n) => format!("number {n}"),
+        Token::Duration(d) => format!("duration {d}s"),
+        Token::Punct(p) => format!("\"{p}\""),
+    }
+}
+
+impl Parser {
+    fn peek(&self) -> Option<&Token> {
+        self.tokens.get(self.pos)
+    }
+
+    fn next(&mut self) -> Option<Token> {
+        let token = self.tokens.get(self.pos).cloned();
+        self.pos += 1;
+        token
+    }
+
+    fn eat(&mut self, punct: &str) -> bool {
+        if matches!(self.peek(), Some(Token::Punct(p)) if *p == punct) {
+            self.pos += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn expect(&mut self, punct: &str) -> Result<()> {
+        if self.eat(punct) {
+            Ok(())
+        } else {
+            let found = self
+                .peek()
+                .map(describe)
+                .unwrap_or_else(|| "end of input".into());
+            fail(format!("parse error: expected \"{punct}\", found {found}"))
+        }
+    }
+
+    fn expr(&mut self) -> Result<Expr> {
+        match self.next() {
+            Some(Token::Number(n)) => Ok(Expr::Number(n)),
+            Some(Token::Punct("(")) => {
+                let inner = self.expr()?;
+                self.expect(")")?;
+                Ok(inner)
+            }
+            Some(Token::Punct("{")) => {
+                self.pos -= 1;
+                self.selector(None)
+            }
+            Some(Token::Ident(name)) => match name.as_str() {
+                "sum" | "avg" | "min" | "max" | "count" => self.aggregate(&name),
+                "rate" | "increase" => {
+                    self.expect("(")?;
+                    let selector = self.expr()?;
+                    self.expect(")")?;
+                    match selector {
+                        Expr::Selector { range: Some(_), .. } => Ok(Expr::Rate {
+                            increase: name == "increase",
+                            selector: Box::new(selector),
+                        }),
+                        _ => fail(format!(
+                            "parse error: expected type range vector in call to function \"{name}\", got instant vector"
+                        )),
+                    }
+                }
+                "histogram_quantile" => {
+                    self.expect("(")?;
+                    let phi = self.expr()?;
+                    self.expect(",")?;
+                    let expr = self.expr()?;
+                    self.expect(")")?;
+                    Ok(Expr::Quantile {
+                        phi: Box::new(phi),
+                        expr: Box::new(expr),
+                    })
+                }
+                _ if self.peek() == Some(&Token::Punct("(")) => fail(format!(
+                    "parse error: function or aggregation \"{name}\" is not supported by the sandbox's PromQL subset"
+                )),
+                "by" | "without" | "offset" | "bool" | "on" | "ignoring" => fail(format!(
+                    "parse error: \"{name}\" is not supported here by the sandbox's PromQL subset"
+                )),
+                _ => self.selector(Some(name)),
+            },
+            Some(other) => fail(format!("parse error: unexpected {}", describe(&other))),
+            None => fail("parse error: unexpected end of input"),
+        }
+    }
+
+    fn selector(&mut self, name: Option<String>) -> Result<Expr> {
+        let mut matchers = Vec::new();
+        if let Some(name) = name {
+            matchers.push(Matcher::new("__name__".into(), MatchOp::Equal, name)?);
+        }
+        if self.eat("{") {
+            while !self.eat("}") {
+                let label = match self.next() {
+                    Some(Token::Ident(label)) => label,
+                    other => {
+                        let found = other
+                            .as_ref()
+                            .map(describe)
+                            .unwrap_or_else(|| "end of input".into());
+                        return fail(format!("parse error: expected a label name, found {found}"));
+                    }
+                };
+                let op = match self.next() {
+                    Some(Token::Punct("=")) => MatchOp::Equal,
+                    Some(Token::Punct("!=")) => MatchOp::NotEqual,
+                    Some(Token::Punct("=~")) => MatchOp::Regex,
+                    Some(Token::Punct("!~")) => MatchOp::NotRegex,
+                    _ => return fail("parse error: expected a label matching operator"),
+                };
+                let value = match self.next() {
+                    Some(Token::Str(value)) => value,
+                    _ => return fail("parse error: expected a quoted label value"),
+                };
+                matchers.push(Matcher::new(label, op, value)?);
+                if !self.eat(",") {
+                    self.expect("}")?;
+                    break;
+                }
+            }
+        }
+        if matchers.is_empty() {
+            return fail(
+                "parse error: vector selector must contain at least one non-empty matcher",
+            );
+        }
+        let range = if self.eat("[") {
+            let range = match self.next() {
+                Some(Token::Duration(d)) => d,
+                Some(Token::Number(n)) => n,
+                _ => return fail("parse error: expected a duration in a range selector"),
+            };
+            self.expect("]")?;
+            Some(range)
+        } else {
+            None
+        };
+        if matches!(self.peek(), Some(Token::Ident(word)) if word == "offset") {
+            return fail("parse error: \"offset\" is not supported by the sandbox's PromQL subset");
+        }
+        Ok(Expr::Selector { matchers, range })
+    }
+
+    fn grouping(&mut self) -> Result<Vec<String>> {
+        self.expect("(")?;
+        let mut labels = Vec::new();
+        while !self.eat(")") {
+            match self.next() {
+                Some(Token::Ident(label)) => labels.push(label),
+                _ => return fail("parse error: expected a label name in grouping"),
+            }
+            if !self.eat(",") {
+                self.expect(")")?;
+                break;
+            }
+        }
+        Ok(labels)
+    }
+
+    fn modifier(&mut self) -> Result<Option<(Vec<String>, bool)>> {
+        match self.peek() {
+            Some(Token::Ident(word)) if word == "by" || word == "without" => {
+                let without = word == "without";
+                self.pos += 1;
+                Ok(Some((self.grouping()?, without)))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    fn aggregate(&mut self, name: &str) -> Result<Expr> {
+        let op = match name {
+            "sum" => Aggregation::Sum,
+            "avg" => Aggregation::Avg,
+            "min" => Aggregation::Min,
+            "max" => Aggregation::Max,
+            _ => Aggregation::Count,
+        };
+        let before = self.modifier()?;
+        self.expect("(")?;
+        let expr = self.expr()?;
+        self.expect(")")?;
+        let after = self.modifier()?;
+        let (grouping, without) = before.or(after).unwrap_or_default();
+        Ok(Expr::Aggregate {
+            op,
+            grouping,
+            without,
+            expr: Box::new(expr),
+        })
+    }
+}
+
+// ---- evaluation ----
+
+/// Labels of one result series, `__name__` included while it survives.
+pub type Labels = BTreeMap<String, String>;
+
+/// What an expression evaluates to at one instant.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// A number.
+    Scalar(f64),
+    /// Series and their values.
+    Vector(Vec<(Labels, f64)>),
+}
+
+/// Evaluates `expr` at Unix time `t`.
+pub fn evaluate(expr: &Expr, generator: &Generator, t: f64) -> Result<Value> {
+    match expr {
+        Expr::Number(n) => Ok(Value::Scalar(*n)),
+        Expr::Selector { range: Some(_), .. } => fail(
+            "invalid expression type \"range vector\" for range query, must be Scalar or instant Vector",
+        ),
+        Expr::Selector {
+            matchers,
+            range: None,
+        } => Ok(Value::Vector(
+            select(matchers, generator)
+                .map(|(labels, series)| (labels, generator.sample(series, t)))
+                .collect(),
+        )),
+        Expr::Rate { increase, selector } => {
+            let Expr::Selector {
+                matchers,
+                range: Some(range),
+            } = selector.as_ref()
+            else {
+                return fail("parse error: expected a range vector");
+            };
+            // Before the series started there are no samples in the window, so no result.
+            if t <= generator.origin() {
+                return Ok(Value::Vector(Vec::new()));
+            }
+            let from = (t - range).max(generator.origin());
+            let out = select(matchers, generator)
+                .map(|(mut labels, series)| {
+                    labels.remove("__name__");
+                    let delta = generator.sample(series, t) - generator.sample(series, from);
+                    (labels, if *increase { delta } else { delta / range })
+                })
+                .collect();
+            Ok(Value::Vector(out))
+        }
+        Expr::Quantile { phi, expr } => {
+            let Value::Scalar(phi) = evaluate(phi, generator, t)? else {
+                return fail(
+                    "parse error: expected type scalar in call to function \"histogram_quantile\"",
+                );
+            };
+            let Value::Vector(buckets) = evaluate(expr, generator, t)? else {
+                return fail(
+                    "parse error: expected type instant vector in call to function \"histogram_quantile\"",
+                );
+            };
+            Ok(Value::Vector(quantiles(phi, buckets)))
+        }
+        Expr::Aggregate {
+            op,
+            grouping,
+            without,
+            expr,
+        } => {
+            let Value::Vector(input) = evaluate(expr, generator, t)? else {
+                return fail("parse error: expected type instant vector in aggregation expression");
+            };
+            let mut groups: BTreeMap<Labels, Vec<f64>> = BTreeMap::new();
+            for (labels, value) in input {
+                let key: Labels = labels
+                    .into_iter()
+                    .filter(|(k, _)| {
+                        if *without {
+                            k != "__name__" && !grouping.contains(k)
+                        } else {
+                            grouping.contains(k)
+                        }
+                    })
+                    .collect();
+                groups.entry(key).or_default().push(value);
+            }
+            Ok(Value::Vector(
+                groups
+                    .into_iter()
+                    .map(|(labels, values)| (labels, aggregate(*op, &values)))
+                    .collect(),
+            ))
+        }
+    }
+}
+
+fn aggregate(op: Aggregation, values: &[f64]) -> f64 {
+    let n = values.len() as f64;
+    match op {
+        Aggregation::Sum => values.iter().sum(),
+        Aggregation::Avg => values.iter().sum::<f64>() / n,
+        Aggregation::Min => values.iter().copied().fold(f64::INFINITY, f64::min),
+        Aggregation::Max => values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        Aggregation::Count => n,
+    }
+}
+
+/// The generator's series a selector matches, with their labels (`__name__` included).
+fn select<'g>(
+    matchers: &[Matcher],
+    generator: &'g Generator,
+) -> impl Iterator<Item = (Labels, &'g Series)> + use<'g> {
+    let matchers = matchers.to_vec();
+    generator.series().iter().filter_map(move |series| {
+        let all = matchers.iter().all(|m| {
+            let value = if m.label == "__name__" {
+                Some(series.name)
+            } else {
+                series.labels.get(&m.label).map(String::as_str)
+            };
+            m.matches(value)
+        });
+        all.then(|| {
+            let mut labels = series.labels.clone();
+            labels.insert("__name__".into(), series.name.to_owned());
+            (labels, series)
+        })
+    })
+}
+
+/// Groups buckets by their labels without `le` and computes each group's quantile.
+fn quantiles(phi: f64, buckets: Vec<(Labels, f64)>) -> Vec<(Labels, f64)> {
+    let mut groups: BTreeMap<Labels, Vec<(f64, f64)>> = BTreeMap::new();
+    for (mut labels, count) in buckets {
+        let Some(le) = labels.remove("le") else {
+            continue;
+        };
+        let upper = match le.as_str() {
+            "+Inf" => f64::INFINITY,
+            other => match other.parse::<f64>() {
+                Ok(v) => v,
+                Err(_) => continue,
+            },
+        };
+        labels.remove("__name__");
+        groups.entry(labels).or_default().push((upper, count));
+    }
+    groups
+        .into_iter()
+        .map(|(labels, mut buckets)| {
+            buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+            (labels, bucket_quantile(phi, &buckets))
+        })
+        .collect()
+}
+
+/// Prometheus' `bucketQuantile`: linear interpolation inside the bucket holding the rank; a rank in
+/// the `+Inf` bucket answers the highest finite bound.
+fn bucket_quantile(q: f64, buckets: &[(f64, f64)]) -> f64 {
+    if q.is_nan() {
+        return f64::NAN;
+    }
+    if q < 0.0 {
+        return f64::NEG_INFINITY;
+    }
+    if q > 1.0 {
+        return f64::INFINITY;
+    }
+    let Some(&(last_upper, total)) = buckets.last() else {
+        return f64::NAN;
+    };
+    if !last_upper.is_infinite() || buckets.len() < 2 || total == 0.0 {
+        return f64::NAN;
+    }
+    let rank = q * total;
+    let index = buckets
+        .iter()
+        .position(|&(_, count)| count >= rank)
+        .unwrap_or(buckets.len() - 1);
+    if index == buckets.len() - 1 {
+        return buckets[buckets.len() - 2].0;
+    }
+    let (upper, count) = buckets[index];
+    if index == 0 && upper <= 0.0 {
+        return upper;
+    }
+    let (start, below) = if index == 0 {
+        (0.0, 0.0)
+    } else {
+        buckets[index - 1]
+    };
+    let in_bucket = count - below;
+    if in_bucket <= 0.0 {
+        return upper;
+    }
+    start + (upper - start) * ((rank - below) / in_bucket)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn towers_fixed_queries_parse() {
+        for query in [
+            r#"sum by (code) (rate(http_requests_total{service="payments",environment="prod"}[5m]))"#,
+            r#"histogram_quantile(0.95, sum by (le) (rate(http_request_duration_seconds_bucket{service="a",environment="dev"}[5m])))"#,
+            r#"sum(rate(container_cpu_usage_seconds_total{service="a", environment="dev"}[5m]))"#,
+            r#"sum(container_memory_working_set_bytes{service="a",environment=~"d.v"})"#,
+            r#"sum(increase(kube_pod_container_status_restarts_total{service="a",environment!="prod"}[1h]))"#,
+            r#"sum(rate(http_requests_total{code="5xx"}[5m])) by (service)"#,
+        ] {
+            parse(query).unwrap();
+        }
+    }
+
+    #[test]
+    fn queries_outside_the_subset_name_what_is_unsupported() {
+        let err = parse("sum(rate(x[5m])) / sum(rate(y[5m]))").unwrap_err();
+        assert!(err.0.contains("binary operator \"/\""), "{err}");
+        let err = parse("irate(x[5m])").unwrap_err();
+        assert!(err.0.contains("\"irate\""), "{err}");
+        assert!(parse("rate(x)").is_err());
+        assert!(parse("x{a=\"b\"").is_err());
+        assert_eq!(duration("1h30m").unwrap(), 5400.0);
+    }
+
+    #[test]
+    fn quantiles_interpolate_inside_the_bucket() {
+        let buckets = [(0.1, 50.0), (0.5, 90.0), (f64::INFINITY, 100.0)];
+        assert!((bucket_quantile(0.5, &buckets) - 0.1).abs() < 1e-9);
+        assert!((bucket_quantile(0.7, &buckets) - 0.3).abs() < 1e-9);
+        assert_eq!(bucket_quantile(0.99, &buckets), 0.5);
+    }
+}
