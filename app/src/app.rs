@@ -1,35 +1,89 @@
-//! The app shell: header, routes, and the live fleet in context.
+//! The app shell: the session first, then the header, the routes, and the live fleet in context.
 
 use leptos::prelude::*;
+use leptos::task::spawn_local;
 use leptos_router::components::{A, Route, Router, Routes};
 use leptos_router::path;
+use shared::ApiError;
+use shared::session::SessionInfo;
 
+use crate::api;
 use crate::live::LiveFleet;
 use crate::pages::not_found::NotFound;
 use crate::pages::overview::Overview;
 use crate::pages::service::ServicePage;
+use crate::pages::show_errors;
+use crate::pages::sign_in::SignIn;
+
+/// The session, provided once as context: `None` while it loads.
+#[derive(Clone, Copy)]
+pub struct Session(pub RwSignal<Option<Result<SessionInfo, ApiError>>>);
+
+impl Session {
+    /// The session info, once loaded and valid.
+    pub fn info(&self) -> Option<SessionInfo> {
+        self.0.get().and_then(Result::ok)
+    }
+
+    /// Replaces the session after signing in or out.
+    pub fn set(&self, info: SessionInfo) {
+        self.0.set(Some(Ok(info)));
+    }
+}
 
 /// The whole app.
 #[component]
 pub fn App() -> impl IntoView {
+    let session = Session(RwSignal::new(None));
+    provide_context(session);
+    spawn_local(async move {
+        session.0.set(Some(api::get_session().await));
+    });
+    // The shell is rebuilt only when who is signed in changes, not on every session update.
+    let signed_in = Memo::new(move |_| {
+        session
+            .info()
+            .and_then(|info| info.identity)
+            .map(|id| id.login)
+    });
+
+    view! {
+        <Router>
+            <ErrorBoundary fallback=show_errors>
+                {move || match session.0.get() {
+                    None => Ok(view! { <div class="splash" aria-busy="true">"Tower"</div> }.into_any()),
+                    Some(Err(error)) => Err(error),
+                    Some(Ok(_)) => Ok(match signed_in.get() {
+                        None => view! { <SignIn /> }.into_any(),
+                        Some(_) => view! { <Shell /> }.into_any(),
+                    }),
+                }}
+            </ErrorBoundary>
+        </Router>
+    }
+}
+
+/// What a signed-in user sees: header and pages, fed by the live fleet.
+#[component]
+fn Shell() -> impl IntoView {
     let live = LiveFleet::start();
     provide_context(live);
     view! {
-        <Router>
-            <header class="topbar">
-                <A href="/" attr:class="brand">"Tower"</A>
-                <nav aria-label="Main">
-                    <A href="/">"Overview"</A>
-                </nav>
-                <StreamIndicator connected=live.connected />
-            </header>
-            <main id="main">
-                <Routes fallback=NotFound>
-                    <Route path=path!("/") view=Overview />
-                    <Route path=path!("/services/:name") view=ServicePage />
-                </Routes>
-            </main>
-        </Router>
+        <header class="topbar">
+            <A href="/" attr:class="brand">"Tower"</A>
+            <nav aria-label="Main">
+                <A href="/">"Overview"</A>
+            </nav>
+            <StreamIndicator connected=live.connected />
+            <UserMenu />
+        </header>
+        <main id="main">
+            <Routes fallback=NotFound>
+                <Route path=path!("/") view=Overview />
+                <Route path=path!("/sign-in") view=Overview />
+                <Route path=path!("/services/:name") view=ServicePage />
+            </Routes>
+        </main>
     }
 }
 
@@ -45,5 +99,40 @@ fn StreamIndicator(connected: RwSignal<bool>) -> impl IntoView {
         >
             {move || if connected.get() { "● Live" } else { "○ Connecting…" }}
         </span>
+    }
+}
+
+/// Who you are, your teams, and sign-in / sign-out.
+#[component]
+fn UserMenu() -> impl IntoView {
+    let session = expect_context::<Session>();
+    let sign_out = Action::new_local(move |_: &()| async move {
+        let result = api::sign_out().await;
+        if result.is_ok()
+            && let Some(mut info) = session.info()
+        {
+            info.identity = None;
+            session.set(info);
+        }
+        result
+    });
+    view! {
+        <div class="user" data-testid="user-menu">
+            {move || session.info().and_then(|info| info.identity).map(|identity| {
+                let teams = if identity.teams.is_empty() {
+                    String::from("no teams")
+                } else {
+                    identity.teams.join(", ")
+                };
+                let guest = identity.kind == shared::auth::AccountKind::Guest;
+                view! {
+                    <span class="who" data-testid="user-name">{identity.name.clone()}</span>
+                    <span class="teams muted" data-testid="user-teams">{if guest { "guest, read-only".to_string() } else { teams }}</span>
+                    {guest.then(|| view! { <a href="/auth/github/start" rel="external" data-testid="sign-in-github">"Sign in with GitHub"</a> })}
+                }
+            })}
+            <button type="button" class="link" data-testid="sign-out" on:click=move |_| { sign_out.dispatch(()); }>"Sign out"</button>
+            {move || sign_out.value().get().and_then(Result::err).map(|error| view! { <span class="error-inline" role="alert">{error.to_string()}</span> })}
+        </div>
     }
 }

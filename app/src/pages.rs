@@ -3,6 +3,7 @@
 pub mod not_found;
 pub mod overview;
 pub mod service;
+pub mod sign_in;
 
 use leptos::prelude::*;
 

@@ -3,7 +3,15 @@
 
 /// A fake Kubernetes API server that real kube-rs clients and kubectl talk to.
 pub mod apiserver;
+/// A fake Argo CD API server over the management cluster's Applications.
+pub mod argocd;
 pub mod fixtures;
+/// The GitHub-compatible forge serving the git repositories: App auth, contents, git data, pulls, checks, OAuth.
+pub mod forge;
+/// Real git repositories built from the plan: the service repositories and `application-repositories`.
+pub mod git;
+/// Metrics history and live series: a real Prometheus when installed, else a built-in PromQL subset.
+pub mod metrics;
 pub mod platform;
 pub mod world;
 
@@ -11,7 +19,6 @@ use std::net::SocketAddr;
 
 use anyhow::Context as _;
 use apiserver::{ClusterStore, Clusters, ResourceType};
-use shared::crd::{Component, Database, DatabaseSchema, Release};
 
 /// The clusters of the platform: the management cluster and one workload cluster per environment.
 pub const CLUSTERS: [&str; 3] = ["management", "dev", "prod"];
@@ -27,10 +34,8 @@ impl Sandbox {
     /// Seeds the fixtures and starts serving on `listen` (port 0 picks a free port).
     pub async fn start(listen: SocketAddr) -> anyhow::Result<Self> {
         let clusters = Clusters::new(&CLUSTERS, platform_types());
-        let management = clusters
-            .cluster("management")
-            .context("the management cluster is always defined")?;
-        fixtures::seed_management(&management).context("seeding the management cluster")?;
+        fixtures::seed(&clusters, &world::Histories::synthetic())
+            .context("seeding the fixtures")?;
 
         let listener = tokio::net::TcpListener::bind(listen)
             .await
@@ -73,10 +78,5 @@ impl Drop for Sandbox {
 
 /// The platform's own kinds, known to every cluster besides the core ones.
 fn platform_types() -> Vec<ResourceType> {
-    vec![
-        ResourceType::of::<Component>(true),
-        ResourceType::of::<Release>(true),
-        ResourceType::of::<Database>(true),
-        ResourceType::of::<DatabaseSchema>(true),
-    ]
+    fixtures::resource_types()
 }

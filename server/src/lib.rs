@@ -1,6 +1,7 @@
 //! Tower's backend-for-frontend: watch caches over the platform's clusters, a JSON API and one event stream
 //! for the browser, and the SPA itself.
 
+pub mod auth;
 pub mod error;
 pub mod fleet;
 pub mod routes;

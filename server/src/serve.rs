@@ -6,10 +6,13 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use kube::Client;
 
+use crate::auth::AuthState;
 use crate::fleet::FleetModel;
 use crate::routes::router;
-use crate::state::AppState;
+use crate::state::{AppState, write_limiter};
 use crate::upstream;
+use axum_extra::extract::cookie::Key;
+use shared::auth::Policy;
 
 /// Options of `tower serve`.
 #[derive(Debug, Clone, clap::Args)]
@@ -53,9 +56,21 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let fleet = FleetModel::new(components);
     tokio::spawn(fleet.clone().follow(watch));
 
+    let auth = AuthState {
+        key: session_key()?,
+        policy: Policy::default(),
+        admins: ["root".to_string()].into(),
+        session_ttl: std::time::Duration::from_secs(12 * 3600),
+        secure_cookies: false,
+        public_origin: format!("http://{}", args.listen),
+        github: None,
+        sandbox: args.sandbox,
+    };
     let state = AppState {
         fleet,
         assets: args.assets.clone(),
+        auth,
+        write_limiter: write_limiter(),
     };
     if !args.assets.join("index.html").exists() {
         tracing::warn!(assets = %args.assets.display(), "no index.html here: run `cargo xtask dist` to build the SPA");
@@ -70,4 +85,17 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         })
         .await
         .context("serving HTTP")
+}
+
+/// The key sessions are encrypted with: from `TOWER_SESSION_SECRET` (at least 64 bytes) so sessions survive a
+/// restart and work across replicas, else a random one (sessions then end with the process).
+fn session_key() -> anyhow::Result<Key> {
+    match std::env::var("TOWER_SESSION_SECRET") {
+        Ok(secret) => Key::try_from(secret.as_bytes())
+            .map_err(|_| anyhow::anyhow!("TOWER_SESSION_SECRET must be at least 64 bytes")),
+        Err(_) => {
+            tracing::warn!("TOWER_SESSION_SECRET is not set: sessions end when Tower restarts");
+            Ok(Key::generate())
+        }
+    }
 }

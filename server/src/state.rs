@@ -1,8 +1,21 @@
 //! What every request handler can reach.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
+use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
+
+use crate::auth::AuthState;
 use crate::fleet::FleetModel;
+
+/// Limits write attempts per user.
+pub type WriteLimiter = Arc<DefaultKeyedRateLimiter<String>>;
+
+/// A limiter allowing each user a burst of ten writes, refilled at one every six seconds.
+pub fn write_limiter() -> WriteLimiter {
+    let quota = Quota::per_minute(std::num::NonZeroU32::MIN.saturating_add(9));
+    Arc::new(RateLimiter::keyed(quota))
+}
 
 /// Shared, cheaply cloned state of the server.
 #[derive(Clone)]
@@ -11,4 +24,8 @@ pub struct AppState {
     pub fleet: FleetModel,
     /// The folder holding the built SPA (`index.html`, `assets/`).
     pub assets: PathBuf,
+    /// Sessions, sign-in and the access policy.
+    pub auth: AuthState,
+    /// Per-user limit on write attempts.
+    pub write_limiter: WriteLimiter,
 }

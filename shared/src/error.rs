@@ -14,6 +14,8 @@ pub enum ErrorCode {
     Forbidden,
     /// The thing asked for does not exist.
     NotFound,
+    /// Too many writes in a short time.
+    TooManyRequests,
     /// Something failed on our side or upstream; the message carries no internal detail.
     Internal,
     /// An upstream (a cluster, Argo CD, the forge) could not be reached.

@@ -3,8 +3,10 @@
 //! Everything here compiles natively and to wasm32. The platform's custom resources live behind the `crd`
 //! feature because they pull in kube, which the browser never needs.
 
+pub mod auth;
 pub mod error;
 pub mod fleet;
+pub mod session;
 
 #[cfg(feature = "crd")]
 pub mod crd;

@@ -4,26 +4,33 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::Json;
-use axum::Router;
 use axum::extract::{Path, State};
 use axum::response::sse::{Event, KeepAlive, Sse};
-use axum::routing::get;
 use futures::Stream;
+use shared::auth::Permission;
 use shared::fleet::{FLEET_EVENT_NAME, FleetEvent, ServiceSummary};
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::error::{Error, Result};
+use crate::routes::{Access, ApiRoutes};
 use crate::state::AppState;
 
 /// How long a request waits for the first list of a cold watch cache before answering 503.
 const READY_WAIT: Duration = Duration::from_secs(5);
 
 /// The fleet's routes.
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/services", get(list_services))
-        .route("/services/{name}", get(get_service))
-        .route("/events", get(events))
+pub fn routes(api: ApiRoutes) -> ApiRoutes {
+    api.get(
+        "/services",
+        Access::Fleet(Permission::ReadCatalog),
+        list_services,
+    )
+    .get(
+        "/services/{name}",
+        Access::Service(Permission::ReadCatalog),
+        get_service,
+    )
+    .get("/events", Access::Fleet(Permission::ReadCatalog), events)
 }
 
 async fn list_services(State(state): State<AppState>) -> Result<Json<Vec<ServiceSummary>>> {

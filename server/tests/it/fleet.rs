@@ -6,7 +6,9 @@ use futures::StreamExt as _;
 use shared::crd::{Component, ComponentSpec, TemplateRef};
 use shared::fleet::{FleetEvent, ServiceSummary};
 
-use crate::TestApp;
+use axum::http::Method;
+
+use crate::{Role, TestApp};
 
 fn inventory() -> Component {
     let mut component = Component::new(
@@ -67,7 +69,9 @@ async fn one_service_by_name_or_a_404_naming_it() {
 #[tokio::test]
 async fn the_event_stream_starts_with_a_snapshot_then_carries_changes_from_the_cluster() {
     let app = TestApp::start().await;
-    let response = app.get("/api/v1/events", &[]).await;
+    let response = app
+        .send_as(&Role::Guest, Method::GET, "/api/v1/events")
+        .await;
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["content-type"], "text/event-stream");
     let mut frames = response.into_body().into_data_stream();

@@ -1,6 +1,7 @@
 //! Tower's server, tested through its router against the real sandbox over HTTP.
 #![allow(clippy::unwrap_used)]
 
+mod auth;
 mod fleet;
 mod spa;
 
@@ -8,16 +9,63 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
+use axum::http::Method;
 use axum::http::{Request, Response};
+use axum::response::IntoResponse as _;
+use axum_extra::extract::PrivateCookieJar;
+use axum_extra::extract::cookie::Key;
 use http_body_util::BodyExt as _;
+use server::auth::AuthState;
 use server::fleet::FleetModel;
 use server::routes::router;
 use server::state::AppState;
+use server::state::write_limiter;
+use shared::auth::{AccountKind, Identity, Policy};
 use tower::ServiceExt as _;
+
+/// The kinds of user the route × role matrix walks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Role {
+    Anonymous,
+    Guest,
+    /// A member of `shop`, which does not own `payments`.
+    OtherTeam,
+    /// A member of `payments`.
+    Owner,
+    Admin,
+}
+
+impl Role {
+    pub const ALL: [Role; 5] = [
+        Role::Anonymous,
+        Role::Guest,
+        Role::OtherTeam,
+        Role::Owner,
+        Role::Admin,
+    ];
+
+    pub fn identity(&self) -> Option<Identity> {
+        let member = |login: &str, kind, teams: &[&str]| Identity {
+            login: login.into(),
+            name: login.into(),
+            kind,
+            teams: teams.iter().map(|t| (*t).to_string()).collect(),
+            avatar_url: None,
+        };
+        match self {
+            Role::Anonymous => None,
+            Role::Guest => Some(Identity::guest()),
+            Role::OtherTeam => Some(member("linus", AccountKind::Member, &["shop"])),
+            Role::Owner => Some(member("ada", AccountKind::Member, &["payments"])),
+            Role::Admin => Some(member("root", AccountKind::Admin, &[])),
+        }
+    }
+}
 
 /// A server wired to a fresh sandbox, with a small fake SPA build in a temporary folder.
 pub struct TestApp {
     pub router: Router,
+    pub state: AppState,
     pub sandbox: sandbox::Sandbox,
     pub fleet: FleetModel,
     _assets: tempfile::TempDir,
@@ -56,16 +104,56 @@ impl TestApp {
         std::fs::write(dir.join("assets/tower-0123456789abcdef.js.gz"), "gzip js").unwrap();
         std::fs::write(dir.join("favicon.svg"), "<svg/>").unwrap();
 
+        let auth = AuthState {
+            key: Key::generate(),
+            policy: Policy::default(),
+            admins: ["root".to_string()].into(),
+            session_ttl: Duration::from_secs(3600),
+            secure_cookies: false,
+            public_origin: "http://tower.test".into(),
+            github: None,
+            sandbox: true,
+        };
         let state = AppState {
             fleet: fleet.clone(),
             assets: dir.to_path_buf(),
+            auth,
+            write_limiter: write_limiter(),
         };
         Self {
-            router: router(state),
+            router: router(state.clone()),
+            state,
             sandbox,
             fleet,
             _assets: assets,
         }
+    }
+
+    /// A `Cookie` header value carrying a valid session for `identity`.
+    pub fn session_cookie(&self, identity: Identity) -> String {
+        let jar = PrivateCookieJar::new(self.state.auth.key.clone())
+            .add(self.state.auth.session_cookie(identity));
+        let response = jar.into_response();
+        let set_cookie = response.headers()["set-cookie"].to_str().unwrap();
+        set_cookie.split(';').next().unwrap().to_string()
+    }
+
+    /// Sends `method path` as `who` (with the CSRF header on writes) and returns the response.
+    pub async fn send_as(&self, who: &Role, method: Method, path: &str) -> Response<Body> {
+        let mut request = Request::builder().method(method.clone()).uri(path);
+        if let Some(identity) = who.identity() {
+            request = request.header("cookie", self.session_cookie(identity));
+        }
+        if method != Method::GET {
+            request = request
+                .header("x-tower-csrf", "1")
+                .header("content-type", "application/json");
+        }
+        self.router
+            .clone()
+            .oneshot(request.body(Body::from("{}")).unwrap())
+            .await
+            .unwrap()
     }
 
     /// Sends a GET with `headers`.
@@ -81,9 +169,9 @@ impl TestApp {
             .unwrap()
     }
 
-    /// Sends a GET and parses the JSON body.
+    /// Sends a GET as a guest and parses the JSON body.
     pub async fn get_json(&self, path: &str) -> (u16, serde_json::Value) {
-        let response = self.get(path, &[]).await;
+        let response = self.send_as(&Role::Guest, Method::GET, path).await;
         let status = response.status().as_u16();
         let bytes = response.into_body().collect().await.unwrap().to_bytes();
         (status, serde_json::from_slice(&bytes).unwrap())

@@ -1,0 +1,177 @@
+//! Signing in and out: `/api/v1/session…` for the app, `/auth/github/…` for the browser's OAuth redirects.
+
+use axum::Json;
+use axum::Router;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::get;
+use axum_extra::extract::PrivateCookieJar;
+use axum_extra::extract::cookie::Cookie;
+use serde::Deserialize;
+use shared::auth::Identity;
+use shared::session::SessionInfo;
+use shared::{ApiError, ErrorCode};
+
+use crate::auth::{CurrentUser, OAUTH_STATE_COOKIE, SESSION_COOKIE, random_token};
+use crate::routes::{Access, ApiRoutes};
+use crate::state::AppState;
+
+/// The session routes.
+pub fn routes(api: ApiRoutes) -> ApiRoutes {
+    api.get("/session", Access::Public, session)
+        .post("/session/guest", Access::Public, continue_as_guest)
+        .post("/session/sign-out", Access::Public, sign_out)
+}
+
+/// The browser-facing OAuth redirects (not JSON, so outside `/api`).
+pub fn browser_routes() -> Router<AppState> {
+    Router::new()
+        .route("/auth/github/start", get(github_start))
+        .route("/auth/github/callback", get(github_callback))
+}
+
+fn info(state: &AppState, identity: Option<Identity>) -> SessionInfo {
+    SessionInfo {
+        identity,
+        policy: state.auth.policy.clone(),
+        github: state.auth.github.is_some(),
+        sandbox: state.auth.sandbox,
+    }
+}
+
+async fn session(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+) -> Json<SessionInfo> {
+    Json(info(&state, user))
+}
+
+async fn continue_as_guest(
+    State(state): State<AppState>,
+    jar: PrivateCookieJar,
+) -> impl IntoResponse {
+    let identity = Identity::guest();
+    let jar = jar.add(state.auth.session_cookie(identity.clone()));
+    tracing::info!(target: "audit", user = "guest", action = "sign-in", "guest session started");
+    (jar, Json(info(&state, Some(identity))))
+}
+
+async fn sign_out(CurrentUser(user): CurrentUser, jar: PrivateCookieJar) -> impl IntoResponse {
+    if let Some(user) = user {
+        tracing::info!(target: "audit", user = %user.login, action = "sign-out", "session ended");
+    }
+    (
+        jar.remove(Cookie::build(SESSION_COOKIE).path("/")),
+        StatusCode::NO_CONTENT,
+    )
+}
+
+#[derive(Deserialize)]
+struct StartQuery {
+    return_to: Option<String>,
+}
+
+/// Only local paths, so the sign-in flow cannot be used to redirect elsewhere.
+fn safe_return_path(path: Option<&str>) -> String {
+    match path {
+        Some(p) if p.starts_with('/') && !p.starts_with("//") && !p.contains('\\') => p.to_string(),
+        _ => "/".into(),
+    }
+}
+
+fn callback_url(state: &AppState) -> String {
+    format!("{}/auth/github/callback", state.auth.public_origin)
+}
+
+async fn github_start(
+    State(state): State<AppState>,
+    jar: PrivateCookieJar,
+    Query(query): Query<StartQuery>,
+) -> Response {
+    let Some(github) = &state.auth.github else {
+        return not_configured();
+    };
+    let token = match random_token() {
+        Ok(token) => token,
+        Err(error) => return error.into_response(),
+    };
+    let return_to = safe_return_path(query.return_to.as_deref());
+    let cookie = state.auth.cookie(
+        OAUTH_STATE_COOKIE,
+        format!("{token} {return_to}"),
+        Some(std::time::Duration::from_secs(600)),
+    );
+    let location = github.authorize_redirect(&callback_url(&state), &token);
+    (jar.add(cookie), Redirect::to(&location)).into_response()
+}
+
+#[derive(Deserialize)]
+struct CallbackQuery {
+    code: Option<String>,
+    state: Option<String>,
+    error: Option<String>,
+}
+
+async fn github_callback(
+    State(state): State<AppState>,
+    jar: PrivateCookieJar,
+    Query(query): Query<CallbackQuery>,
+) -> Response {
+    let Some(github) = &state.auth.github else {
+        return not_configured();
+    };
+    let expected = jar.get(OAUTH_STATE_COOKIE).map(|c| c.value().to_string());
+    let jar = jar.remove(Cookie::build(OAUTH_STATE_COOKIE).path("/"));
+    let Some((expected_state, return_to)) = expected.as_deref().and_then(|v| v.split_once(' '))
+    else {
+        return sign_in_failed(
+            jar,
+            "The sign-in took too long or was started elsewhere; please try again.",
+        );
+    };
+    let return_to = safe_return_path(Some(return_to));
+    if query.error.is_some() {
+        return sign_in_failed(jar, "GitHub did not sign you in.");
+    }
+    let (Some(code), Some(got_state)) = (query.code, query.state) else {
+        return sign_in_failed(jar, "GitHub's answer was incomplete; please try again.");
+    };
+    if got_state != expected_state {
+        return sign_in_failed(jar, "The sign-in could not be verified; please try again.");
+    }
+    match github.sign_in(&code, &callback_url(&state)).await {
+        Ok(user) => {
+            let identity =
+                state
+                    .auth
+                    .identity_for(user.login, user.name, user.teams, user.avatar_url);
+            tracing::info!(target: "audit", user = %identity.login, action = "sign-in", teams = ?identity.teams, "member signed in");
+            let jar = jar.add(state.auth.session_cookie(identity));
+            (jar, Redirect::to(&return_to)).into_response()
+        }
+        Err(error) => {
+            tracing::warn!(%error, "GitHub sign-in failed");
+            sign_in_failed(jar, "GitHub sign-in failed; please try again.")
+        }
+    }
+}
+
+fn sign_in_failed(jar: PrivateCookieJar, message: &str) -> Response {
+    let location = format!(
+        "/sign-in?error={}",
+        crate::upstream::github_oauth::urlencode(message)
+    );
+    (jar, Redirect::to(&location)).into_response()
+}
+
+fn not_configured() -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        Json(ApiError::new(
+            ErrorCode::NotFound,
+            "GitHub sign-in is not configured.",
+        )),
+    )
+        .into_response()
+}
