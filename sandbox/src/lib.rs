@@ -15,42 +15,112 @@ pub mod metrics;
 pub mod platform;
 pub mod world;
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
 use anyhow::Context as _;
 use apiserver::{ClusterStore, Clusters, ResourceType};
+use shared::config::{
+    ArgoCdConfig, AuthConfig, ClusterConfig, GithubConfig, LabelsConfig, MetricsConfig, TowerConfig,
+};
 
 /// The clusters of the platform: the management cluster and one workload cluster per environment.
 pub const CLUSTERS: [&str; 3] = ["management", "dev", "prod"];
 
-/// A running sandbox: its clusters' Kubernetes APIs on one loopback listener.
+/// The bearer token the sandbox's Argo CD accepts.
+pub const ARGOCD_TOKEN: &str = "sandbox-argocd-token";
+
+/// How a sandbox starts.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Where to listen (port 0 picks a free port).
+    pub listen: SocketAddr,
+    /// Start metrics: a real Prometheus when installed (a couple of seconds to backfill), else the built-in
+    /// answers. Tests that do not read metrics leave it off.
+    pub metrics: bool,
+    /// Seed of everything random-looking (metrics noise, simulator choices).
+    pub seed: u64,
+}
+
+impl Options {
+    /// Defaults: loopback on a free port, no metrics, seed 42.
+    pub fn new(listen: SocketAddr) -> Self {
+        Self {
+            listen,
+            metrics: false,
+            seed: 42,
+        }
+    }
+}
+
+/// A running sandbox: the clusters' Kubernetes APIs, Argo CD, the forge and metrics on one loopback listener.
 pub struct Sandbox {
     clusters: Clusters,
     addr: SocketAddr,
     server: tokio::task::JoinHandle<()>,
+    ticker: tokio::task::JoinHandle<()>,
+    repositories: git::Repositories,
+    forge: forge::Forge,
+    argocd: argocd::ArgoCd,
+    metrics: Option<metrics::Metrics>,
 }
 
 impl Sandbox {
-    /// Seeds the fixtures and starts serving on `listen` (port 0 picks a free port).
+    /// Builds the repositories, seeds the clusters and starts serving on `listen`, without metrics.
     pub async fn start(listen: SocketAddr) -> anyhow::Result<Self> {
-        let clusters = Clusters::new(&CLUSTERS, platform_types());
-        fixtures::seed(&clusters, &world::Histories::synthetic())
-            .context("seeding the fixtures")?;
+        Self::start_with(Options::new(listen)).await
+    }
 
-        let listener = tokio::net::TcpListener::bind(listen)
+    /// Starts a sandbox as `options` say.
+    pub async fn start_with(options: Options) -> anyhow::Result<Self> {
+        let repositories = git::Repositories::build().context("building the git repositories")?;
+        let clusters = Clusters::new(&CLUSTERS, platform_types());
+        fixtures::seed(&clusters, repositories.histories()).context("seeding the fixtures")?;
+
+        let forge = forge::Forge::new(repositories.clone(), forge::ForgeConfig::default())
+            .context("starting the forge")?;
+        let management = clusters
+            .cluster("management")
+            .context("the management cluster is always defined")?;
+        let destinations: BTreeMap<String, ClusterStore> = world::ENVIRONMENTS
+            .iter()
+            .filter_map(|env| clusters.cluster(env).map(|c| ((*env).to_string(), c)))
+            .collect();
+        let argocd = argocd::ArgoCd::new(management, destinations, ARGOCD_TOKEN);
+        let metrics = if options.metrics {
+            Some(
+                metrics::Metrics::start(options.seed, jiff::Timestamp::now(), &world::SERVICES)
+                    .await
+                    .context("starting metrics")?,
+            )
+        } else {
+            None
+        };
+
+        let listener = tokio::net::TcpListener::bind(options.listen)
             .await
-            .with_context(|| format!("binding the sandbox to {listen}"))?;
+            .with_context(|| format!("binding the sandbox to {}", options.listen))?;
         let addr = listener.local_addr().context("sandbox listener address")?;
-        let router = clusters.router();
+        let router = clusters
+            .router()
+            .nest("/github", forge::router(forge.clone()))
+            .merge(forge::sandbox_routes(forge.clone()))
+            .nest("/argocd", argocd.router());
         let server = tokio::spawn(async move {
             if let Err(error) = axum::serve(listener, router).await {
                 tracing::error!(%error, "sandbox server stopped");
             }
         });
+        let ticker = forge.spawn_ticker();
         Ok(Self {
             clusters,
             addr,
             server,
+            ticker,
+            repositories,
+            forge,
+            argocd,
+            metrics,
         })
     }
 
@@ -68,15 +138,88 @@ impl Sandbox {
     pub fn cluster(&self, name: &str) -> Option<ClusterStore> {
         self.clusters.cluster(name)
     }
+
+    /// The git repositories behind the forge.
+    pub fn repositories(&self) -> &git::Repositories {
+        &self.repositories
+    }
+
+    /// The forge.
+    pub fn forge(&self) -> &forge::Forge {
+        &self.forge
+    }
+
+    /// Argo CD.
+    pub fn argocd(&self) -> &argocd::ArgoCd {
+        &self.argocd
+    }
+
+    /// The Prometheus API base (Mimir's path), when metrics run.
+    pub fn metrics_url(&self) -> Option<String> {
+        self.metrics.as_ref().map(metrics::Metrics::base_url)
+    }
+
+    /// A Tower configuration pointing at every endpoint of this sandbox, with Tower listening on `listen`.
+    pub fn tower_config(&self, listen: SocketAddr) -> TowerConfig {
+        let (app_id, app_private_key) = forge::Forge::demo_app();
+        let github = format!("{}/github", self.url());
+        let mut clusters = vec![ClusterConfig {
+            name: "management".into(),
+            environment: None,
+            url: Some(self.cluster_url("management")),
+            token: None,
+            context: None,
+            in_cluster: false,
+        }];
+        clusters.extend(world::ENVIRONMENTS.iter().map(|env| ClusterConfig {
+            name: (*env).into(),
+            environment: Some((*env).into()),
+            url: Some(self.cluster_url(env)),
+            token: None,
+            context: None,
+            in_cluster: false,
+        }));
+        TowerConfig {
+            listen: listen.to_string(),
+            public_url: format!("http://{listen}"),
+            organisation: world::ORGANISATION.into(),
+            clusters,
+            argocd: vec![ArgoCdConfig {
+                name: "argocd".into(),
+                url: format!("{}/argocd", self.url()),
+                token: ARGOCD_TOKEN.into(),
+            }],
+            github: Some(GithubConfig {
+                api_url: format!("{github}/"),
+                oauth_authorize_url: format!("{github}/login/oauth/authorize"),
+                oauth_token_url: format!("{github}/login/oauth/access_token"),
+                client_id: forge::DEMO_CLIENT_ID.into(),
+                client_secret: forge::DEMO_CLIENT_SECRET.into(),
+                app_id,
+                installation_id: forge::DEMO_INSTALLATION_ID,
+                app_private_key,
+                gitops_repository: world::GITOPS_REPOSITORY.into(),
+            }),
+            metrics: self.metrics_url().map(|url| MetricsConfig { url }),
+            auth: AuthConfig {
+                admins: world::ADMINS.iter().map(|a| (*a).to_string()).collect(),
+                ..AuthConfig::default()
+            },
+            labels: LabelsConfig::default(),
+        }
+    }
 }
 
 impl Drop for Sandbox {
     fn drop(&mut self) {
         self.server.abort();
+        self.ticker.abort();
     }
 }
 
-/// The platform's own kinds, known to every cluster besides the core ones.
+/// Every kind the sandbox's clusters serve besides the apiserver's built-ins.
 fn platform_types() -> Vec<ResourceType> {
-    fixtures::resource_types()
+    let mut types = fixtures::resource_types();
+    types.push(argocd::application_type());
+    types
 }

@@ -2,9 +2,11 @@
 //! for the browser, and the SPA itself.
 
 pub mod auth;
+pub mod config;
 pub mod error;
 pub mod fleet;
 pub mod routes;
+pub mod sandbox_cli;
 pub mod serve;
 pub mod state;
 pub mod upstream;

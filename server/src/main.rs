@@ -18,6 +18,8 @@ struct Cli {
 enum Command {
     /// Serve the API and the SPA.
     Serve(server::serve::ServeArgs),
+    /// Run the offline sandbox platform on its own, or act on a running one.
+    Sandbox(server::sandbox_cli::SandboxArgs),
 }
 
 #[tokio::main]
@@ -35,5 +37,6 @@ async fn main() -> anyhow::Result<()> {
     }
     match cli.command {
         Command::Serve(args) => server::serve::serve(args).await,
+        Command::Sandbox(args) => server::sandbox_cli::run(args).await,
     }
 }

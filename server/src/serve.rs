@@ -2,24 +2,31 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::Context as _;
+use axum_extra::extract::cookie::Key;
 use kube::Client;
+use secrecy::SecretString;
+use shared::auth::Policy;
+use shared::config::{ClusterConfig, TowerConfig};
 
 use crate::auth::AuthState;
 use crate::fleet::FleetModel;
 use crate::routes::router;
 use crate::state::{AppState, write_limiter};
 use crate::upstream;
-use axum_extra::extract::cookie::Key;
-use shared::auth::Policy;
+use crate::upstream::github_oauth::OAuthClient;
 
 /// Options of `tower serve`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServeArgs {
-    /// Address to listen on.
-    #[arg(long, env = "TOWER_LISTEN", default_value = "127.0.0.1:8080")]
-    pub listen: SocketAddr,
+    /// The configuration file (see `shared::config::TowerConfig`); not needed with `--sandbox`.
+    #[arg(long, env = "TOWER_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Address to listen on (overrides the file's `listen`).
+    #[arg(long)]
+    pub listen: Option<SocketAddr>,
     /// Folder with the built SPA (`cargo xtask dist` writes `dist/`).
     #[arg(long, env = "TOWER_ASSETS", default_value = "dist")]
     pub assets: PathBuf,
@@ -29,62 +36,120 @@ pub struct ServeArgs {
     /// Where the embedded sandbox's APIs listen (port 0 picks a free one).
     #[arg(long, env = "TOWER_SANDBOX_LISTEN", default_value = "127.0.0.1:0")]
     pub sandbox_listen: SocketAddr,
-    /// The management cluster's API server URL; without it, in-cluster config or the kubeconfig is used.
-    #[arg(long, env = "TOWER_MANAGEMENT_URL")]
-    pub management_url: Option<String>,
+    /// Start the embedded sandbox without metrics (faster start; the Metrics tab then has no data).
+    #[arg(long)]
+    pub sandbox_no_metrics: bool,
 }
 
 /// Runs the server until Ctrl-C.
 pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // Kept alive for as long as the server runs: dropping it would stop the embedded platform.
     let mut _sandbox = None;
-    let management: Client = if args.sandbox {
-        let sandbox = sandbox::Sandbox::start(args.sandbox_listen)
+    let mut config = if args.sandbox {
+        let mut options = sandbox::Options::new(args.sandbox_listen);
+        options.metrics = !args.sandbox_no_metrics;
+        let sandbox = sandbox::Sandbox::start_with(options)
             .await
             .context("starting the embedded sandbox")?;
         tracing::info!(url = %sandbox.url(), "sandbox platform is up");
-        let client = upstream::kube::client_for_url(&sandbox.cluster_url("management"))?;
+        let listen = args
+            .listen
+            .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080)));
+        let config = sandbox.tower_config(listen);
         _sandbox = Some(sandbox);
-        client
-    } else if let Some(url) = &args.management_url {
-        upstream::kube::client_for_url(url)?
+        config
     } else {
-        upstream::kube::client_from_environment().await?
+        let path = args
+            .config
+            .as_deref()
+            .context("give --config FILE, or --sandbox to run on the embedded sandbox")?;
+        crate::config::load(path, |key| std::env::var(key).ok())?
     };
-
-    let (components, watch) = upstream::kube::watch_components(management);
-    let fleet = FleetModel::new(components);
-    tokio::spawn(fleet.clone().follow(watch));
-
-    let auth = AuthState {
-        key: session_key()?,
-        policy: Policy::default(),
-        admins: ["root".to_string()].into(),
-        session_ttl: std::time::Duration::from_secs(12 * 3600),
-        secure_cookies: false,
-        public_origin: format!("http://{}", args.listen),
-        github: None,
-        sandbox: args.sandbox,
-    };
-    let state = AppState {
-        fleet,
-        assets: args.assets.clone(),
-        auth,
-        write_limiter: write_limiter(),
-    };
-    if !args.assets.join("index.html").exists() {
-        tracing::warn!(assets = %args.assets.display(), "no index.html here: run `cargo xtask dist` to build the SPA");
+    if let Some(listen) = args.listen {
+        config.listen = listen.to_string();
+        if args.sandbox {
+            config.public_url = format!("http://{listen}");
+        }
     }
-    let listener = tokio::net::TcpListener::bind(args.listen)
+    run(config, args.assets, args.sandbox).await
+}
+
+/// Serves `config` until Ctrl-C.
+pub async fn run(config: TowerConfig, assets: PathBuf, sandbox: bool) -> anyhow::Result<()> {
+    let listen: SocketAddr = config.listen.parse().context("listen")?;
+    let state = build_state(&config, assets, sandbox).await?;
+    if !state.assets.join("index.html").exists() {
+        tracing::warn!(assets = %state.assets.display(), "no index.html here: run `cargo xtask dist` to build the SPA");
+    }
+    let listener = tokio::net::TcpListener::bind(listen)
         .await
-        .with_context(|| format!("binding {}", args.listen))?;
-    tracing::info!(url = %format!("http://{}", args.listen), "Tower is listening");
+        .with_context(|| format!("binding {listen}"))?;
+    tracing::info!(%listen, public_url = %config.public_url, "Tower is listening");
     axum::serve(listener, router(state))
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;
         })
         .await
         .context("serving HTTP")
+}
+
+/// Connects the upstreams named in `config` and starts the watch caches.
+pub async fn build_state(
+    config: &TowerConfig,
+    assets: PathBuf,
+    sandbox: bool,
+) -> anyhow::Result<AppState> {
+    let management = config
+        .management()
+        .context("clusters: no management cluster")?;
+    let client = cluster_client(management).await?;
+    let (components, watch) = upstream::kube::watch_components(client);
+    let fleet = FleetModel::new(components);
+    tokio::spawn(fleet.clone().follow(watch));
+
+    let github = match &config.github {
+        Some(github) => Some(OAuthClient::new(
+            github.oauth_authorize_url.clone(),
+            github.oauth_token_url.clone(),
+            github.api_url.clone(),
+            github.client_id.clone(),
+            SecretString::from(github.client_secret.clone()),
+            config.organisation.clone(),
+        )?),
+        None => None,
+    };
+    let auth = AuthState {
+        key: session_key()?,
+        policy: config
+            .auth
+            .guest_allowlist
+            .clone()
+            .map(|guest_allowlist| Policy { guest_allowlist })
+            .unwrap_or_default(),
+        admins: config.auth.admins.iter().cloned().collect(),
+        session_ttl: Duration::from_secs(config.auth.session_hours * 3600),
+        secure_cookies: config.public_url.starts_with("https://"),
+        public_origin: config.public_url.trim_end_matches('/').to_string(),
+        github,
+        sandbox,
+    };
+    Ok(AppState {
+        fleet,
+        assets,
+        auth,
+        write_limiter: write_limiter(),
+    })
+}
+
+/// A Kubernetes client for one configured cluster.
+async fn cluster_client(cluster: &ClusterConfig) -> anyhow::Result<Client> {
+    if let Some(url) = &cluster.url {
+        return upstream::kube::client_for_url(url, cluster.token.clone());
+    }
+    if let Some(context) = &cluster.context {
+        return upstream::kube::client_for_context(context).await;
+    }
+    upstream::kube::client_from_environment().await
 }
 
 /// The key sessions are encrypted with: from `TOWER_SESSION_SECRET` (at least 64 bytes) so sessions survive a

@@ -4,6 +4,7 @@
 //! feature because they pull in kube, which the browser never needs.
 
 pub mod auth;
+pub mod config;
 pub mod error;
 pub mod fleet;
 pub mod session;

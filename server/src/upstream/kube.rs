@@ -7,12 +7,28 @@ use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Api, Client, Resource as _};
 use shared::crd::Component;
 
-/// A client for the cluster whose API server is at `url` (which may carry a path prefix, as the sandbox's do).
-pub fn client_for_url(url: &str) -> anyhow::Result<Client> {
+/// A client for the cluster whose API server is at `url` (which may carry a path prefix, as the sandbox's do),
+/// authenticating with `token` when given.
+pub fn client_for_url(url: &str, token: Option<String>) -> anyhow::Result<Client> {
     let uri: http::Uri = url
         .parse()
         .with_context(|| format!("cluster URL {url:?}"))?;
-    let config = kube::Config::new(uri);
+    let mut config = kube::Config::new(uri);
+    if let Some(token) = token {
+        config.auth_info.token = Some(token.into());
+    }
+    Client::try_from(config).context("building the Kubernetes client")
+}
+
+/// A client for a kubeconfig context.
+pub async fn client_for_context(context: &str) -> anyhow::Result<Client> {
+    let options = kube::config::KubeConfigOptions {
+        context: Some(context.to_string()),
+        ..Default::default()
+    };
+    let config = kube::Config::from_kubeconfig(&options)
+        .await
+        .with_context(|| format!("kubeconfig context {context:?}"))?;
     Client::try_from(config).context("building the Kubernetes client")
 }
 

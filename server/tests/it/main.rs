@@ -77,7 +77,8 @@ impl TestApp {
             .await
             .unwrap();
         let client =
-            server::upstream::kube::client_for_url(&sandbox.cluster_url("management")).unwrap();
+            server::upstream::kube::client_for_url(&sandbox.cluster_url("management"), None)
+                .unwrap();
         let (components, watch) = server::upstream::kube::watch_components(client);
         let fleet = FleetModel::new(components);
         tokio::spawn(fleet.clone().follow(watch));

@@ -1,0 +1,118 @@
+//! `tower sandbox`: the offline platform on its own, for demos and for pointing a separately started Tower at;
+//! and `tower sandbox merge <pr>`, the demo reviewer.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+
+/// Options of `tower sandbox`.
+#[derive(Debug, clap::Args)]
+pub struct SandboxArgs {
+    /// What to do; without one, run the sandbox.
+    #[command(subcommand)]
+    pub command: Option<SandboxCommand>,
+    /// Where the sandbox listens.
+    #[arg(long, default_value = "127.0.0.1:8181")]
+    pub listen: SocketAddr,
+    /// Where the Tower configuration pointing at the sandbox is written.
+    #[arg(long, default_value = "tower.sandbox.yaml")]
+    pub write_config: PathBuf,
+    /// The address Tower will listen on, as written into that configuration.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub tower_listen: SocketAddr,
+    /// Seed of everything random-looking.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Run without metrics.
+    #[arg(long)]
+    pub no_metrics: bool,
+}
+
+/// Sub-commands of `tower sandbox`.
+#[derive(Debug, clap::Subcommand)]
+pub enum SandboxCommand {
+    /// Merge pull request `pr` of `application-repositories`, as a reviewer would.
+    Merge {
+        /// The pull request's number.
+        pr: u64,
+        /// The running sandbox.
+        #[arg(long, default_value = "http://127.0.0.1:8181")]
+        url: String,
+        /// Who merges (a demo login).
+        #[arg(long, default_value = "grace")]
+        merger: String,
+    },
+}
+
+/// Runs `tower sandbox …`.
+pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
+    match args.command {
+        Some(SandboxCommand::Merge { pr, url, merger }) => merge(&url, pr, &merger).await,
+        None => serve(args).await,
+    }
+}
+
+async fn serve(args: SandboxArgs) -> anyhow::Result<()> {
+    let mut options = sandbox::Options::new(args.listen);
+    options.metrics = !args.no_metrics;
+    options.seed = args.seed;
+    let sandbox = sandbox::Sandbox::start_with(options).await?;
+    let config = sandbox.tower_config(args.tower_listen);
+    let yaml = serde_saphyr::to_string(&config).context("serializing the configuration")?;
+    std::fs::write(&args.write_config, yaml)
+        .with_context(|| format!("writing {}", args.write_config.display()))?;
+
+    println!("Tower sandbox is running.");
+    for cluster in sandbox::CLUSTERS {
+        println!(
+            "  kubernetes {cluster:<11} {}",
+            sandbox.cluster_url(cluster)
+        );
+    }
+    println!(
+        "  argo cd                {}/argocd  (token {})",
+        sandbox.url(),
+        sandbox::ARGOCD_TOKEN
+    );
+    println!("  github api             {}/github/", sandbox.url());
+    if let Some(metrics) = sandbox.metrics_url() {
+        println!("  prometheus             {metrics}");
+    }
+    println!(
+        "  git repositories       {}",
+        sandbox.repositories().root().display()
+    );
+    println!(
+        "Tower configuration written to {}",
+        args.write_config.display()
+    );
+    println!(
+        "  run: tower serve --config {}",
+        args.write_config.display()
+    );
+    println!("  merge a pull request: tower sandbox merge <number>");
+    tokio::signal::ctrl_c()
+        .await
+        .context("waiting for Ctrl-C")?;
+    Ok(())
+}
+
+async fn merge(url: &str, pr: u64, merger: &str) -> anyhow::Result<()> {
+    let endpoint = format!(
+        "{}/sandbox/pulls/{pr}/merge?merger={merger}",
+        url.trim_end_matches('/')
+    );
+    let response = reqwest::Client::new()
+        .post(&endpoint)
+        .send()
+        .await
+        .with_context(|| format!("reaching the sandbox at {url}"))?;
+    let status = response.status();
+    let body = response.text().await.unwrap_or_default();
+    if !status.is_success() {
+        anyhow::bail!("the sandbox refused to merge #{pr} ({status}): {body}");
+    }
+    println!("merged #{pr}: {body}");
+    Ok(())
+}

@@ -1,0 +1,379 @@
+//! Tower's configuration file: its shape and its validation. The server reads it; the sandbox writes one
+//! pointing at its endpoints. Validation is pure, so every error names the key at fault.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use crate::auth::Permission;
+
+/// The whole configuration file (YAML).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TowerConfig {
+    /// Address to listen on, e.g. `127.0.0.1:8080`. Env: `TOWER_LISTEN`.
+    #[serde(default = "default_listen")]
+    pub listen: String,
+    /// The URL browsers reach Tower at (scheme, host, port), for OAuth callbacks and the CSRF origin check.
+    /// Env: `TOWER_PUBLIC_URL`.
+    #[serde(default = "default_public_url")]
+    pub public_url: String,
+    /// The GitHub organisation whose teams own services and whose repositories hold catalog-info.yaml.
+    pub organisation: String,
+    /// The management cluster and one workload cluster per environment.
+    pub clusters: Vec<ClusterConfig>,
+    /// Argo CD instances.
+    #[serde(default)]
+    pub argocd: Vec<ArgoCdConfig>,
+    /// GitHub (or a GitHub-compatible forge): the App that opens PRs and the OAuth app that signs people in.
+    #[serde(default)]
+    pub github: Option<GithubConfig>,
+    /// Where the fixed metric queries go (Mimir's Prometheus API).
+    #[serde(default)]
+    pub metrics: Option<MetricsConfig>,
+    /// Sign-in and permissions.
+    #[serde(default)]
+    pub auth: AuthConfig,
+    /// The discovery labels.
+    #[serde(default)]
+    pub labels: LabelsConfig,
+}
+
+fn default_listen() -> String {
+    "127.0.0.1:8080".into()
+}
+
+fn default_public_url() -> String {
+    "http://127.0.0.1:8080".into()
+}
+
+/// One cluster and how to reach it: exactly one of `url`, `context`, `in_cluster`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterConfig {
+    /// A name for logs and the UI (`management`, `dev`, `prod`).
+    pub name: String,
+    /// The environment this workload cluster runs; absent for the management cluster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<String>,
+    /// The API server URL (with a bearer `token`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// A bearer token for `url` (a read-only service account's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    /// A kubeconfig context.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
+    /// Use the pod's service account (Tower runs in this cluster).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub in_cluster: bool,
+}
+
+/// An Argo CD instance.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArgoCdConfig {
+    /// A name for logs.
+    pub name: String,
+    /// Base URL, e.g. `https://argocd.example.com`.
+    pub url: String,
+    /// An API token of an account allowed to read applications and sync. Env: `TOWER_ARGOCD_TOKEN` (first
+    /// instance).
+    pub token: String,
+}
+
+/// GitHub: REST API, App and OAuth app.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GithubConfig {
+    /// REST API base, e.g. `https://api.github.com/`.
+    pub api_url: String,
+    /// The OAuth authorize page, e.g. `https://github.com/login/oauth/authorize`.
+    pub oauth_authorize_url: String,
+    /// The OAuth token endpoint, e.g. `https://github.com/login/oauth/access_token`.
+    pub oauth_token_url: String,
+    /// The OAuth app's client id.
+    pub client_id: String,
+    /// The OAuth app's client secret. Env: `TOWER_GITHUB_CLIENT_SECRET`.
+    pub client_secret: String,
+    /// The GitHub App's id.
+    pub app_id: u64,
+    /// The App's installation on the organisation.
+    pub installation_id: u64,
+    /// The App's private key (PEM). Env: `TOWER_GITHUB_APP_PRIVATE_KEY`.
+    pub app_private_key: String,
+    /// The GitOps repository PRs go to.
+    #[serde(default = "default_gitops_repository")]
+    pub gitops_repository: String,
+}
+
+fn default_gitops_repository() -> String {
+    "application-repositories".into()
+}
+
+/// Mimir (or Prometheus).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// The Prometheus API base, e.g. `https://mimir.example.com/prometheus`.
+    pub url: String,
+}
+
+/// Sign-in and permissions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthConfig {
+    /// Forge logins with every permission.
+    #[serde(default)]
+    pub admins: Vec<String>,
+    /// What guests may do; absent means the default allowlist.
+    #[serde(default)]
+    pub guest_allowlist: Option<BTreeSet<Permission>>,
+    /// Hours a session lasts.
+    #[serde(default = "default_session_hours")]
+    pub session_hours: u64,
+}
+
+impl Default for AuthConfig {
+    fn default() -> Self {
+        Self {
+            admins: Vec::new(),
+            guest_allowlist: None,
+            session_hours: default_session_hours(),
+        }
+    }
+}
+
+fn default_session_hours() -> u64 {
+    12
+}
+
+/// The labels Tower finds platform objects by.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LabelsConfig {
+    /// Names the component.
+    #[serde(default = "default_component_label")]
+    pub component: String,
+    /// Names the environment.
+    #[serde(default = "default_environment_label")]
+    pub environment: String,
+}
+
+impl Default for LabelsConfig {
+    fn default() -> Self {
+        Self {
+            component: default_component_label(),
+            environment: default_environment_label(),
+        }
+    }
+}
+
+fn default_component_label() -> String {
+    "platform.tower.dev/component".into()
+}
+
+fn default_environment_label() -> String {
+    "platform.tower.dev/environment".into()
+}
+
+/// A configuration error naming the key at fault.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{key}: {message}")]
+pub struct ConfigError {
+    /// The key's path, e.g. `clusters[1].url`.
+    pub key: String,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+fn error(key: impl Into<String>, message: impl Into<String>) -> ConfigError {
+    ConfigError {
+        key: key.into(),
+        message: message.into(),
+    }
+}
+
+fn is_http_url(url: &str) -> bool {
+    (url.starts_with("http://") || url.starts_with("https://")) && url.len() > "https://".len()
+}
+
+impl TowerConfig {
+    /// Every problem in the file, each naming its key. Empty when the file is usable.
+    pub fn validate(&self) -> Vec<ConfigError> {
+        let mut errors = Vec::new();
+        if self.listen.parse::<std::net::SocketAddr>().is_err() {
+            errors.push(error(
+                "listen",
+                "must be an address with a port, such as 127.0.0.1:8080",
+            ));
+        }
+        if !is_http_url(&self.public_url) {
+            errors.push(error("public_url", "must be an http:// or https:// URL"));
+        }
+        if self.organisation.trim().is_empty() {
+            errors.push(error("organisation", "must name the GitHub organisation"));
+        }
+        let managements = self
+            .clusters
+            .iter()
+            .filter(|c| c.environment.is_none())
+            .count();
+        if managements != 1 {
+            errors.push(error(
+                "clusters",
+                format!("needs exactly one management cluster (one without `environment`), found {managements}"),
+            ));
+        }
+        let mut names = BTreeSet::new();
+        let mut environments = BTreeSet::new();
+        for (index, cluster) in self.clusters.iter().enumerate() {
+            let key = format!("clusters[{index}]");
+            if !names.insert(cluster.name.as_str()) {
+                errors.push(error(
+                    format!("{key}.name"),
+                    format!("`{}` is used twice", cluster.name),
+                ));
+            }
+            if let Some(environment) = &cluster.environment
+                && !environments.insert(environment.as_str())
+            {
+                errors.push(error(
+                    format!("{key}.environment"),
+                    format!("`{environment}` has two clusters"),
+                ));
+            }
+            let ways = usize::from(cluster.url.is_some())
+                + usize::from(cluster.context.is_some())
+                + usize::from(cluster.in_cluster);
+            if ways != 1 {
+                errors.push(error(
+                    key.clone(),
+                    "give exactly one of `url`, `context`, `in_cluster`",
+                ));
+            }
+            if let Some(url) = &cluster.url
+                && !is_http_url(url)
+            {
+                errors.push(error(
+                    format!("{key}.url"),
+                    "must be an http:// or https:// URL",
+                ));
+            }
+            if cluster.token.is_some() && cluster.url.is_none() {
+                errors.push(error(format!("{key}.token"), "only goes with `url`"));
+            }
+        }
+        for (index, argocd) in self.argocd.iter().enumerate() {
+            if !is_http_url(&argocd.url) {
+                errors.push(error(
+                    format!("argocd[{index}].url"),
+                    "must be an http:// or https:// URL",
+                ));
+            }
+            if argocd.token.trim().is_empty() {
+                errors.push(error(format!("argocd[{index}].token"), "must not be empty"));
+            }
+        }
+        if let Some(github) = &self.github {
+            for (key, url) in [
+                ("github.api_url", &github.api_url),
+                ("github.oauth_authorize_url", &github.oauth_authorize_url),
+                ("github.oauth_token_url", &github.oauth_token_url),
+            ] {
+                if !is_http_url(url) {
+                    errors.push(error(key, "must be an http:// or https:// URL"));
+                }
+            }
+            if !github.app_private_key.contains("PRIVATE KEY") {
+                errors.push(error("github.app_private_key", "must be a PEM private key"));
+            }
+        }
+        if let Some(metrics) = &self.metrics
+            && !is_http_url(&metrics.url)
+        {
+            errors.push(error("metrics.url", "must be an http:// or https:// URL"));
+        }
+        if self.auth.session_hours == 0 {
+            errors.push(error("auth.session_hours", "must be at least 1"));
+        }
+        errors
+    }
+
+    /// The management cluster.
+    pub fn management(&self) -> Option<&ClusterConfig> {
+        self.clusters.iter().find(|c| c.environment.is_none())
+    }
+
+    /// The workload clusters, with their environments.
+    pub fn workload_clusters(&self) -> impl Iterator<Item = (&str, &ClusterConfig)> {
+        self.clusters
+            .iter()
+            .filter_map(|c| c.environment.as_deref().map(|e| (e, c)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> TowerConfig {
+        TowerConfig {
+            listen: default_listen(),
+            public_url: default_public_url(),
+            organisation: "acme".into(),
+            clusters: vec![
+                ClusterConfig {
+                    name: "management".into(),
+                    environment: None,
+                    url: Some("https://mgmt.example".into()),
+                    token: Some("t".into()),
+                    context: None,
+                    in_cluster: false,
+                },
+                ClusterConfig {
+                    name: "dev".into(),
+                    environment: Some("dev".into()),
+                    url: None,
+                    token: None,
+                    context: Some("dev".into()),
+                    in_cluster: false,
+                },
+            ],
+            argocd: vec![],
+            github: None,
+            metrics: None,
+            auth: AuthConfig::default(),
+            labels: LabelsConfig::default(),
+        }
+    }
+
+    #[test]
+    fn a_sound_configuration_has_no_errors() {
+        assert_eq!(config().validate(), vec![]);
+    }
+
+    #[test]
+    fn each_error_names_its_key() {
+        let mut bad = config();
+        bad.listen = "nowhere".into();
+        bad.clusters[1].context = None;
+        bad.clusters[1].url = Some("ftp://dev".into());
+        bad.clusters[1].environment = None;
+        let keys: Vec<_> = bad.validate().into_iter().map(|e| e.key).collect();
+        assert_eq!(keys, ["listen", "clusters", "clusters[1].url"]);
+    }
+
+    #[test]
+    fn a_cluster_needs_exactly_one_way_in() {
+        let mut bad = config();
+        bad.clusters[1].in_cluster = true;
+        let errors = bad.validate();
+        assert_eq!(errors.len(), 1);
+        assert_eq!(
+            errors[0].to_string(),
+            "clusters[1]: give exactly one of `url`, `context`, `in_cluster`"
+        );
+    }
+}
