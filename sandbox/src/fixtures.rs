@@ -198,7 +198,7 @@ pub fn workload_objects(environment: &str, histories: &Histories, base: Timestam
 
 /// Applies objects in order, pointing owner references and events at the uids the store gave their
 /// targets: builders cannot know uids, which the store assigns.
-fn apply_all(store: &ClusterStore, objects: Vec<Value>) -> anyhow::Result<()> {
+pub(crate) fn apply_all(store: &ClusterStore, objects: Vec<Value>) -> anyhow::Result<()> {
     let mut uids: BTreeMap<(String, String, String), String> = BTreeMap::new();
     for mut object in objects {
         let namespace = str_at(&object, "/metadata/namespace").to_owned();

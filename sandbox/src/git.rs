@@ -8,6 +8,7 @@
 
 mod gitops;
 pub mod people;
+pub(crate) use gitops::{derived_release_files, derived_schema_file};
 mod services;
 mod stream;
 
@@ -160,6 +161,70 @@ impl Git {
             .trim()
             .parse()
             .map_err(|_| Error::Plan("rev-list --count printed no number".into()))
+    }
+}
+
+impl Git {
+    /// Writes one commit on `branch` on top of `parent`, changing `files` (path → content), and moves the
+    /// branch to it only if it still points at `parent`. Returns the new commit's id.
+    ///
+    /// This is how the simulator's bots and developers commit into bare repositories: one `fast-import`
+    /// process, no work tree, and a fixed `time` (simulated) so the same inputs give the same commit id.
+    pub fn commit_files(
+        &self,
+        branch: &str,
+        parent: &str,
+        author: &people::Identity,
+        time: i64,
+        message: &str,
+        files: BTreeMap<String, Vec<u8>>,
+    ) -> Result<String> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static SCRATCH: AtomicU64 = AtomicU64::new(0);
+        let signature = stream::Signature {
+            name: author.name.clone(),
+            email: author.email.clone(),
+            time,
+        };
+        // A scratch branch, so fast-import never moves `branch` itself: the compare-and-swap below does.
+        let scratch = format!(
+            "refs/tower-sim/commit-{}-{}",
+            std::process::id(),
+            SCRATCH.fetch_add(1, Ordering::Relaxed)
+        );
+        let mut stream = stream::Stream::default();
+        let spec = stream::CommitSpec {
+            branch: scratch.clone(),
+            author: signature.clone(),
+            committer: signature,
+            message: message.to_string(),
+            from: None,
+            merge: None,
+            files,
+        };
+        // `from` takes a mark; the parent is an existing commit, so it goes in as a `reset` first.
+        let mut input = format!("reset {scratch}\nfrom {parent}\n\n").into_bytes();
+        stream.commit(&spec);
+        input.extend(stream.finish());
+        self.run_with(
+            &["fast-import", "--quiet", "--done", "--force"],
+            Some(&input),
+            &[],
+        )?;
+        let sha = self
+            .resolve(&scratch)?
+            .ok_or_else(|| Error::Plan(format!("fast-import wrote no commit on {scratch}")))?;
+        let _ = self.try_run(&["update-ref", "-d", &scratch])?;
+        let target = format!("refs/heads/{branch}");
+        if self
+            .try_run(&["update-ref", &target, &sha, parent])?
+            .is_none()
+        {
+            return Err(Error::Plan(format!(
+                "{target} moved while committing; try again"
+            )));
+        }
+        Ok(sha)
     }
 }
 

@@ -13,6 +13,11 @@ pub mod git;
 /// Metrics history and live series: a real Prometheus when installed, else a built-in PromQL subset.
 pub mod metrics;
 pub mod platform;
+/// Scale mode: generated services by the thousand, for benchmarks.
+pub mod scale;
+/// The platform's controllers, moving the world on: release and schema operators, Argo CD, Argo Rollouts,
+/// Tekton, External Secrets and Crossplane, on a real-time or manual clock.
+pub mod simulator;
 pub mod world;
 
 use std::collections::BTreeMap;
@@ -40,15 +45,38 @@ pub struct Options {
     pub metrics: bool,
     /// Seed of everything random-looking (metrics noise, simulator choices).
     pub seed: u64,
+    /// Whether and how the platform's controllers run (off: the fixtures stay as seeded).
+    pub simulate: Simulate,
+    /// How much faster than real time simulated time runs in [`Simulate::RealTime`] (10: a 30 s canary
+    /// pause takes 3 s).
+    pub speed: f64,
+    /// Generate this many extra services (`svc-0001`…) with their objects, for benchmarks.
+    pub scale: Option<usize>,
+}
+
+/// Whether and how the simulator runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Simulate {
+    /// No simulator: the clusters keep the seeded fixture state (what most tests want).
+    #[default]
+    Off,
+    /// Simulated time follows the wall clock times `speed`, with demo commits now and then.
+    RealTime,
+    /// Simulated time only moves when a test calls [`simulator::Simulator::advance`]; it starts at
+    /// [`simulator::MANUAL_EPOCH`], so two runs with the same seed see the same world.
+    Manual,
 }
 
 impl Options {
-    /// Defaults: loopback on a free port, no metrics, seed 42.
+    /// Defaults: loopback on a free port, no metrics, seed 42, no simulation, speed 1, no scale.
     pub fn new(listen: SocketAddr) -> Self {
         Self {
             listen,
             metrics: false,
             seed: 42,
+            simulate: Simulate::Off,
+            speed: 1.0,
+            scale: None,
         }
     }
 }
@@ -63,6 +91,9 @@ pub struct Sandbox {
     forge: forge::Forge,
     argocd: argocd::ArgoCd,
     metrics: Option<metrics::Metrics>,
+    simulator: Option<simulator::Simulator>,
+    /// Runs the real-time simulator; dropping it stops the loop.
+    _simulation: Option<simulator::Running>,
 }
 
 impl Sandbox {
@@ -75,7 +106,24 @@ impl Sandbox {
     pub async fn start_with(options: Options) -> anyhow::Result<Self> {
         let repositories = git::Repositories::build().context("building the git repositories")?;
         let clusters = Clusters::new(&CLUSTERS, platform_types());
-        fixtures::seed(&clusters, repositories.histories()).context("seeding the fixtures")?;
+        let clock = match options.simulate {
+            Simulate::Manual => simulator::Clock::manual(simulator::MANUAL_EPOCH),
+            Simulate::Off | Simulate::RealTime => simulator::Clock::real(options.speed),
+        };
+        // Whole seconds, as Kubernetes writes timestamps.
+        let now = clock.now();
+        let base = jiff::Timestamp::from_second(now.as_second()).unwrap_or(now);
+        fixtures::seed_at(&clusters, repositories.histories(), base)
+            .context("seeding the fixtures")?;
+        if let Some(count) = options.scale {
+            let started = std::time::Instant::now();
+            scale::seed(&clusters, count, base).context("seeding scale mode")?;
+            tracing::info!(
+                services = count,
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "scale mode seeded"
+            );
+        }
 
         let forge = forge::Forge::new(repositories.clone(), forge::ForgeConfig::default())
             .context("starting the forge")?;
@@ -112,6 +160,25 @@ impl Sandbox {
             }
         });
         let ticker = forge.spawn_ticker();
+        let simulator = match options.simulate {
+            Simulate::Off => None,
+            Simulate::RealTime | Simulate::Manual => Some(simulator::Simulator::new(
+                simulator::World {
+                    clusters: clusters.clone(),
+                    repositories: repositories.clone(),
+                    forge: forge.clone(),
+                },
+                clock,
+                options.seed,
+            )),
+        };
+        let simulation = match (&simulator, options.simulate) {
+            (Some(simulator), Simulate::RealTime) => {
+                simulator.start_demo_commits();
+                Some(simulator.spawn())
+            }
+            _ => None,
+        };
         Ok(Self {
             clusters,
             addr,
@@ -121,6 +188,8 @@ impl Sandbox {
             forge,
             argocd,
             metrics,
+            simulator,
+            _simulation: simulation,
         })
     }
 
@@ -152,6 +221,11 @@ impl Sandbox {
     /// Argo CD.
     pub fn argocd(&self) -> &argocd::ArgoCd {
         &self.argocd
+    }
+
+    /// The simulator, when the sandbox runs one (tests drive its manual clock and push commits).
+    pub fn simulator(&self) -> Option<&simulator::Simulator> {
+        self.simulator.as_ref()
     }
 
     /// The Prometheus API base (Mimir's path), when metrics run.
@@ -206,6 +280,7 @@ impl Sandbox {
                 ..AuthConfig::default()
             },
             labels: LabelsConfig::default(),
+            crossplane_claims: shared::config::default_claim_kinds(),
         }
     }
 }

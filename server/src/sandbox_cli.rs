@@ -27,6 +27,12 @@ pub struct SandboxArgs {
     /// Run without metrics.
     #[arg(long)]
     pub no_metrics: bool,
+    /// How much faster than real time the simulated platform moves (10: a 30 s canary pause takes 3 s).
+    #[arg(long, default_value_t = 1.0)]
+    pub speed: f64,
+    /// Also generate this many services (`svc-0001`…) with their Applications, pods and runs, for benchmarks.
+    #[arg(long)]
+    pub scale: Option<usize>,
 }
 
 /// Sub-commands of `tower sandbox`.
@@ -57,6 +63,9 @@ async fn serve(args: SandboxArgs) -> anyhow::Result<()> {
     let mut options = sandbox::Options::new(args.listen);
     options.metrics = !args.no_metrics;
     options.seed = args.seed;
+    options.simulate = sandbox::Simulate::RealTime;
+    options.speed = args.speed;
+    options.scale = args.scale;
     let sandbox = sandbox::Sandbox::start_with(options).await?;
     let config = sandbox.tower_config(args.tower_listen);
     let yaml = serde_saphyr::to_string(&config).context("serializing the configuration")?;
@@ -92,6 +101,13 @@ async fn serve(args: SandboxArgs) -> anyhow::Result<()> {
         args.write_config.display()
     );
     println!("  merge a pull request: tower sandbox merge <number>");
+    println!(
+        "  simulated time runs at {}x{}",
+        args.speed,
+        args.scale
+            .map(|n| format!(", with {n} generated services"))
+            .unwrap_or_default()
+    );
     tokio::signal::ctrl_c()
         .await
         .context("waiting for Ctrl-C")?;

@@ -47,6 +47,18 @@ async fn dispatch(
         }
         .into_response();
     };
+    store.count_request();
+    if !store.is_reachable() {
+        // 502, as the load balancer in front of a dead apiserver answers (clients retry 503 silently).
+        return (
+            StatusCode::BAD_GATEWAY,
+            Json(json!({
+                "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": format!("cluster {cluster} is unreachable"), "reason": "ServiceUnavailable", "code": 502
+            })),
+        )
+            .into_response();
+    }
     let request = Request {
         store: &store,
         method: &method,

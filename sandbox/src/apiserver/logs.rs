@@ -80,6 +80,12 @@ impl Logs {
         let _ = log.live.send(LogMessage::Line(line));
     }
 
+    /// Forgets every container log of a deleted pod.
+    pub(crate) fn remove_pod(&self, namespace: &str, pod: &str) {
+        self.lock()
+            .retain(|(ns, name, _), _| !(ns == namespace && name == pod));
+    }
+
     pub(crate) fn restart(&self, namespace: &str, pod: &str, container: &str) {
         let mut logs = self.lock();
         let log = logs

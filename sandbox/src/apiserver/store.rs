@@ -14,7 +14,11 @@ use super::logs::Logs;
 use super::{Registry, ResourceType};
 
 /// Watch events kept for resuming watches; older ones are forgotten and resuming before them is `410`.
-const HISTORY_LIMIT: usize = 10_000;
+///
+/// Each retained change holds the object and, for modifications, its previous state (tens of KB for an
+/// Application as a JSON tree), so this bound is what keeps a long-running simulated sandbox's memory
+/// flat; a watcher that falls further behind relists, as against a real apiserver's watch cache.
+const HISTORY_LIMIT: usize = 1_000;
 /// Live events a slow watcher may fall behind by before it is told to relist (`410`).
 const LIVE_CAPACITY: usize = 4_096;
 
@@ -101,6 +105,10 @@ struct Inner {
     logs: Logs,
     /// Seeds uids so they differ between runs, as real ones do, without an RNG dependency.
     ids: RandomState,
+    /// Whether the cluster answers; tests and demos take it down to show an outage.
+    reachable: tokio::sync::watch::Sender<bool>,
+    /// HTTP requests received, so tests can count what a client costs the cluster.
+    requests: std::sync::atomic::AtomicU64,
 }
 
 impl ClusterStore {
@@ -120,6 +128,8 @@ impl ClusterStore {
                 live,
                 logs: Logs::default(),
                 ids: RandomState::new(),
+                reachable: tokio::sync::watch::channel(true).0,
+                requests: std::sync::atomic::AtomicU64::new(0),
             }),
         }
     }
@@ -127,6 +137,34 @@ impl ClusterStore {
     /// The cluster's name.
     pub fn name(&self) -> &str {
         &self.inner.name
+    }
+
+    /// Takes the cluster down (every request answers 503 and open watches end) or brings it back.
+    pub fn set_reachable(&self, reachable: bool) {
+        self.inner.reachable.send_replace(reachable);
+    }
+
+    /// Whether the cluster answers.
+    pub fn is_reachable(&self) -> bool {
+        *self.inner.reachable.borrow()
+    }
+
+    /// Notified when reachability changes.
+    pub(crate) fn reachability(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.inner.reachable.subscribe()
+    }
+
+    /// HTTP requests this cluster has received (a watch counts once, however long it lasts).
+    pub fn request_count(&self) -> u64 {
+        self.inner
+            .requests
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    pub(crate) fn count_request(&self) {
+        self.inner
+            .requests
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Creates an object; its type comes from `apiVersion` and `kind`.
@@ -177,6 +215,14 @@ impl ClusterStore {
     pub fn list(&self, api_version: &str, kind: &str) -> Vec<Value> {
         match self.inner.registry.by_kind(api_version, kind) {
             Some(ty) => self.list_at(ty, None).0,
+            None => Vec::new(),
+        }
+    }
+
+    /// Every object of a type in one namespace, ordered by name (cheaper than filtering [`Self::list`]).
+    pub fn list_namespaced(&self, api_version: &str, kind: &str, namespace: &str) -> Vec<Value> {
+        match self.inner.registry.by_kind(api_version, kind) {
+            Some(ty) => self.list_at(ty, Some(namespace)).0,
             None => Vec::new(),
         }
     }
@@ -705,6 +751,13 @@ impl ClusterStore {
         let rv = state.resource_version + 1;
         metadata(&mut obj).insert("resourceVersion".into(), json!(rv.to_string()));
         self.commit(&mut state, ty, EventType::Deleted, obj.clone(), None);
+        drop(state);
+        // The kubelet removes a deleted pod's logs; keeping them would grow without bound as pods come
+        // and go.
+        let rt = self.inner.registry.get(ty);
+        if rt.kind == "Pod" && rt.group.is_empty() {
+            self.inner.logs.remove_pod(&key.0, name);
+        }
         Ok(obj)
     }
 

@@ -71,6 +71,7 @@ pub(crate) fn respond(
     };
     let skip_through = from.unwrap_or(0);
     let mut live = subscription.live;
+    let mut reachability = store.reachability();
     let body = Body::from_stream(async_stream::stream! {
         let mut last = subscription.resource_version;
         for object in subscription.initial.iter().filter(|o| selection.matches(o)) {
@@ -91,6 +92,8 @@ pub(crate) fn respond(
         loop {
             let next = tokio::select! {
                 _ = &mut deadline => Next::Stop,
+                // The cluster went down: cut the connection as an outage would.
+                _ = reachability.wait_for(|up| !*up) => Next::Stop,
                 _ = ticker.tick(), if query.bookmarks => Next::Bookmark,
                 change = live.recv() => Next::Change(change),
             };

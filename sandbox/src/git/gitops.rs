@@ -741,7 +741,7 @@ fn schema_events(
     ])
 }
 
-fn derived_release_files(
+pub(crate) fn derived_release_files(
     plan: &ServicePlan,
     environment: &str,
     commit: &Commit,
@@ -772,7 +772,7 @@ fn derived_release_files(
     .into())
 }
 
-fn derived_schema_file(
+pub(crate) fn derived_schema_file(
     plan: &ServicePlan,
     environment: &str,
     migrations: &[String],

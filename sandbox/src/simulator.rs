@@ -1,0 +1,723 @@
+//! The platform's controllers, moving the sandbox's world on as seed 004 describes: the release operator
+//! derives `components/` files from changed Releases, the ApplicationSet points Applications at them,
+//! Argo CD syncs, Argo Rollouts steps canaries, pods roll and log, Tekton builds new commits (dev follows
+//! every green build), the schema operator applies migrations, External Secrets refresh and Crossplane
+//! claims become Ready.
+//!
+//! The simulator is a scheduler: a queue of timed [`Action`]s ordered by (simulated time, insertion
+//! order), processed by [`Simulator::step`] (real time, from a background thread every ~100 ms) or
+//! [`Simulator::advance`] (a test moving the manual clock). Its inputs — forge merges, Argo CD sync
+//! requests, pushed commits — are polled at those moments, so with a manual clock the same calls give the
+//! same world. Randomness only comes from a SplitMix64 seeded with [`crate::Options::seed`], and every
+//! timestamp written into an object comes from the simulated [`Clock`].
+//!
+//! Memory stays bounded: the queue holds a fixed number of periodic actions plus the steps of flows in
+//! progress, Argo CD histories keep the last ten syncs, the simulator garbage-collects the Events,
+//! ReplicaSets and PipelineRuns it creates, and container logs are bounded by the apiserver.
+
+mod argo;
+mod ci;
+mod operators;
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use futures::{FutureExt as _, Stream, StreamExt as _};
+use jiff::{SignedDuration, Timestamp};
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+use crate::apiserver::{ClusterStore, Clusters, StoreError};
+use crate::forge::{Forge, MergeEvent};
+use crate::git::Repositories;
+use crate::world::Commit;
+
+/// Where a manual clock starts: 2026-11-20T09:00:00Z, after every planned commit, so two manual runs
+/// seed the same fixtures and write the same commits.
+pub const MANUAL_EPOCH: Timestamp = Timestamp::constant(1_795_165_200, 0);
+
+/// How long the real-time loop sleeps between steps (wall time).
+const TICK: Duration = Duration::from_millis(100);
+/// Journal lines kept: enough to read a few flows back, never more.
+const JOURNAL_LIMIT: usize = 2_000;
+/// Actions queued at most; beyond this, new actions are dropped with a warning (a bug, not a workload).
+const QUEUE_LIMIT: usize = 100_000;
+
+/// Simulated time: the wall clock sped up, or a clock only a test moves.
+#[derive(Debug)]
+pub struct Clock {
+    kind: ClockKind,
+}
+
+#[derive(Debug)]
+enum ClockKind {
+    Real {
+        started: std::time::Instant,
+        origin: Timestamp,
+        speed: f64,
+    },
+    Manual(Mutex<Timestamp>),
+}
+
+impl Clock {
+    /// Real time scaled by `speed` (10: ten simulated seconds per wall second), starting now.
+    pub fn real(speed: f64) -> Self {
+        let speed = if speed.is_finite() && speed > 0.0 {
+            speed
+        } else {
+            1.0
+        };
+        Self {
+            kind: ClockKind::Real {
+                started: std::time::Instant::now(),
+                origin: Timestamp::now(),
+                speed,
+            },
+        }
+    }
+
+    /// A clock standing at `start` until [`Clock::advance`] moves it.
+    pub fn manual(start: Timestamp) -> Self {
+        Self {
+            kind: ClockKind::Manual(Mutex::new(start)),
+        }
+    }
+
+    /// The simulated time now.
+    pub fn now(&self) -> Timestamp {
+        match &self.kind {
+            ClockKind::Real {
+                started,
+                origin,
+                speed,
+            } => {
+                let elapsed = started.elapsed().as_secs_f64() * speed;
+                SignedDuration::try_from_secs_f64(elapsed)
+                    .ok()
+                    .and_then(|d| origin.checked_add(d).ok())
+                    .unwrap_or(*origin)
+            }
+            ClockKind::Manual(at) => *at.lock().unwrap_or_else(PoisonError::into_inner),
+        }
+    }
+
+    /// Whether only [`Clock::advance`] moves this clock.
+    pub fn is_manual(&self) -> bool {
+        matches!(self.kind, ClockKind::Manual(_))
+    }
+
+    /// Moves a manual clock forward by `by` (a real clock ignores this: it moves by itself).
+    pub fn advance(&self, by: Duration) {
+        let target = later(self.now(), by);
+        self.set(target);
+    }
+
+    /// Sets a manual clock to `at`, never backwards.
+    fn set(&self, at: Timestamp) {
+        if let ClockKind::Manual(now) = &self.kind {
+            let mut now = now.lock().unwrap_or_else(PoisonError::into_inner);
+            if at > *now {
+                *now = at;
+            }
+        }
+    }
+}
+
+/// `by` after `at`.
+fn later(at: Timestamp, by: Duration) -> Timestamp {
+    SignedDuration::try_from(by)
+        .ok()
+        .and_then(|d| at.checked_add(d).ok())
+        .unwrap_or(at)
+}
+
+/// `seconds` after `at`.
+fn secs(at: Timestamp, seconds: i64) -> Timestamp {
+    at.checked_add(SignedDuration::from_secs(seconds))
+        .unwrap_or(at)
+}
+
+/// `at` truncated to whole seconds, as Kubernetes writes times.
+fn whole(at: Timestamp) -> Timestamp {
+    Timestamp::from_second(at.as_second()).unwrap_or(at)
+}
+
+/// SplitMix64: small, fast, and the same sequence for the same seed on every platform.
+#[derive(Debug, Clone)]
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `low..high` (`low` when the range is empty).
+    fn range(&mut self, low: u64, high: u64) -> u64 {
+        if high <= low {
+            low
+        } else {
+            low + self.next() % (high - low)
+        }
+    }
+
+    /// True with probability `percent`/100.
+    fn chance(&mut self, percent: u64) -> bool {
+        self.next() % 100 < percent
+    }
+}
+
+/// What the simulator works on: the clusters, the git repositories and the forge.
+#[derive(Clone)]
+pub struct World {
+    /// The management and workload clusters.
+    pub clusters: Clusters,
+    /// The bare repositories behind the forge.
+    pub repositories: Repositories,
+    /// The forge, whose merges the simulator reacts to.
+    pub forge: Forge,
+}
+
+/// One thing a controller does at a simulated time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Action {
+    /// taskapp-platform applies the changed `platform/` files of commit `sha` to the management cluster.
+    PlatformSync { sha: String, files: Vec<String> },
+    /// The release operator derives `components/<svc>/…/<env>.yaml` from the Release.
+    DeriveRelease { service: String, env: String },
+    /// The ApplicationSet controller regenerates `<svc>-<env>` from the derived files.
+    ApplicationSet { service: String, env: String },
+    /// Argo CD's automated sync starts on an OutOfSync Application.
+    SyncStart { app: String },
+    /// Argo CD finishes the sync operation running on an Application.
+    SyncFinish { app: String },
+    /// Argo Rollouts sees a new pod template.
+    RolloutStart { service: String, env: String },
+    /// Argo Rollouts runs (or finishes pausing on) the current canary step.
+    RolloutStep {
+        service: String,
+        env: String,
+        generation: u64,
+    },
+    /// Argo Rollouts gives up on a canary whose pods crash.
+    RolloutAbort {
+        service: String,
+        env: String,
+        generation: u64,
+    },
+    /// Argo CD reassesses an Application's health from its Rollout.
+    AppHealth { service: String, env: String },
+    /// A Tekton trigger starts the build of a pushed commit.
+    PipelineStart { service: String, sha: String },
+    /// A TaskRun of a build starts.
+    TaskStart {
+        service: String,
+        sha: String,
+        task: usize,
+    },
+    /// A TaskRun of a build finishes.
+    TaskFinish {
+        service: String,
+        sha: String,
+        task: usize,
+    },
+    /// A build's PipelineRun completes.
+    PipelineFinish { service: String, sha: String },
+    /// The release operator moves dev's Release to a green build (autoDeploy).
+    AutoDeploy { service: String, sha: String },
+    /// The schema operator runs the next migration of a DatabaseSchema.
+    SchemaStep { name: String, env: String },
+    /// Crossplane finishes composing a database claim.
+    ClaimReady { service: String, env: String },
+    /// Running pods write a log line each.
+    Logs,
+    /// Crash-looping containers restart once more.
+    CrashLoops,
+    /// External Secrets refreshes what is due.
+    SecretsRefresh,
+    /// A developer pushes a commit to a random service (demo mode).
+    DemoCommit,
+    /// Forget what the simulator created and a real cluster would have pruned by now.
+    Collect,
+}
+
+/// A canary in progress.
+#[derive(Debug, Clone)]
+struct RolloutRun {
+    generation: u64,
+    commit: Commit,
+    new_hash: String,
+    old_hash: String,
+    revision: u64,
+    /// Index of the canary step to run next.
+    step: usize,
+    /// Whether the current (pause) step has started.
+    paused: bool,
+    /// Whether the image crashes (its commit message says it breaks something).
+    bad: bool,
+}
+
+type AppChanges = Pin<Box<dyn Stream<Item = (&'static str, Value)> + Send>>;
+
+/// Everything the simulator remembers between steps; all of it bounded.
+struct State {
+    queue: BTreeMap<(Timestamp, u64), Action>,
+    sequence: u64,
+    rng: Rng,
+    merges: broadcast::Receiver<MergeEvent>,
+    apps: Option<AppChanges>,
+    /// Applications with a sync operation the simulator is running.
+    syncing: BTreeSet<String>,
+    /// Canaries in progress by `<svc>/<env>`.
+    rollouts: BTreeMap<String, RolloutRun>,
+    generation: u64,
+    /// Builds in progress by PipelineRun name.
+    builds: BTreeMap<String, ci::Build>,
+    /// Whether a pushed commit's build is green (by commit id), newest last.
+    verdicts: VecDeque<(String, bool)>,
+    /// Events the simulator created: (when, cluster, namespace, name), oldest first.
+    events: VecDeque<(Timestamp, String, String, String)>,
+    /// PipelineRuns the simulator created: (service, name), oldest first.
+    runs: VecDeque<(String, String)>,
+    journal: VecDeque<String>,
+    demo: bool,
+}
+
+struct Inner {
+    world: World,
+    clock: Clock,
+    state: Mutex<State>,
+}
+
+/// The simulator; cheap to clone, clones share everything.
+#[derive(Clone)]
+pub struct Simulator {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Simulator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Simulator")
+            .field("clock", &self.inner.clock)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The real-time loop; dropping it stops the loop.
+#[derive(Debug)]
+pub struct Running {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            // A panicked loop has nothing left to clean up.
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Simulator {
+    /// A simulator over `world` on `clock`, with its periodic controllers scheduled. Nothing moves until
+    /// [`Simulator::step`], [`Simulator::advance`] or [`Simulator::spawn`].
+    pub fn new(world: World, clock: Clock, seed: u64) -> Self {
+        let merges = world.forge.subscribe_merges();
+        let now = clock.now();
+        let mut state = State {
+            queue: BTreeMap::new(),
+            sequence: 0,
+            rng: Rng(seed),
+            merges,
+            apps: None,
+            syncing: BTreeSet::new(),
+            rollouts: BTreeMap::new(),
+            generation: 0,
+            builds: BTreeMap::new(),
+            verdicts: VecDeque::new(),
+            events: VecDeque::new(),
+            runs: VecDeque::new(),
+            journal: VecDeque::new(),
+            demo: false,
+        };
+        state.schedule(secs(now, 5), Action::Logs);
+        state.schedule(secs(now, 60), Action::CrashLoops);
+        state.schedule(secs(now, 30), Action::SecretsRefresh);
+        state.schedule(secs(now, 600), Action::Collect);
+        let simulator = Self {
+            inner: Arc::new(Inner {
+                world,
+                clock,
+                state: Mutex::new(state),
+            }),
+        };
+        // Subscribe to Application changes now, so sync requests made before the first step count.
+        {
+            let mut state = simulator.inner.lock();
+            simulator.inner.watch_apps(&mut state);
+        }
+        simulator
+    }
+
+    /// The simulated clock.
+    pub fn clock(&self) -> &Clock {
+        &self.inner.clock
+    }
+
+    /// The simulated time now.
+    pub fn now(&self) -> Timestamp {
+        self.inner.clock.now()
+    }
+
+    /// Starts pushing a believable commit to a random service every few simulated minutes (some red,
+    /// now and then one that breaks its image), as a team at work would.
+    pub fn start_demo_commits(&self) {
+        let mut state = self.inner.lock();
+        if !state.demo {
+            state.demo = true;
+            let now = self.now();
+            state.schedule(secs(now, 90), Action::DemoCommit);
+        }
+    }
+
+    /// Processes every action due at the clock's current time, in order; returns how many ran.
+    pub fn step(&self) -> usize {
+        let now = self.now();
+        self.inner.run_until(now, false)
+    }
+
+    /// Moves a manual clock forward by `by`, processing every action that falls due on the way at its
+    /// own time; returns how many ran. On a real clock this is [`Simulator::step`].
+    pub fn advance(&self, by: Duration) -> usize {
+        if !self.inner.clock.is_manual() {
+            return self.step();
+        }
+        let target = later(self.now(), by);
+        let ran = self.inner.run_until(target, true);
+        self.inner.clock.set(target);
+        ran
+    }
+
+    /// Pushes a commit titled `message` onto main of `service`'s repository, as its team would; its
+    /// Tekton build starts a few seconds later and succeeds when `green`. Returns the commit id.
+    pub fn push_commit(&self, service: &str, message: &str, green: bool) -> anyhow::Result<String> {
+        let mut state = self.inner.lock();
+        let at = self.now();
+        self.inner
+            .push_commit(&mut state, at, service, message, green)
+    }
+
+    /// How many actions are waiting.
+    pub fn pending(&self) -> usize {
+        self.inner.lock().queue.len()
+    }
+
+    /// The last things the simulator did, oldest first, each `<time> <what>`: for tests and debugging.
+    pub fn journal(&self) -> Vec<String> {
+        self.inner.lock().journal.iter().cloned().collect()
+    }
+
+    /// Runs [`Simulator::step`] every ~100 ms on a background thread until the handle is dropped.
+    pub fn spawn(&self) -> Running {
+        let stop = Arc::new(AtomicBool::new(false));
+        let simulator = self.clone();
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("tower-simulator".into())
+            .spawn(move || {
+                while !flag.load(Ordering::Relaxed) {
+                    simulator.step();
+                    std::thread::sleep(TICK);
+                }
+            })
+            .map_err(|error| tracing::error!(%error, "could not start the simulator thread"))
+            .ok();
+        Running { stop, thread }
+    }
+}
+
+impl State {
+    fn schedule(&mut self, at: Timestamp, action: Action) {
+        if self.queue.len() >= QUEUE_LIMIT {
+            tracing::warn!(?action, "simulator queue full; dropping an action");
+            return;
+        }
+        self.sequence += 1;
+        self.queue.insert((at, self.sequence), action);
+    }
+
+    fn note(&mut self, at: Timestamp, what: String) {
+        tracing::debug!(target: "sandbox::simulator", "{what}");
+        self.journal
+            .push_back(format!("{} {what}", crate::fixtures::stamp(at)));
+        while self.journal.len() > JOURNAL_LIMIT {
+            self.journal.pop_front();
+        }
+    }
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs actions due up to `target`; with `move_clock` (manual), the clock follows each action.
+    fn run_until(&self, target: Timestamp, move_clock: bool) -> usize {
+        let mut state = self.lock();
+        let mut ran = 0;
+        loop {
+            let now = self.clock.now();
+            self.poll_inputs(&mut state, now);
+            let Some(entry) = state.queue.first_entry() else {
+                break;
+            };
+            if entry.key().0 > target {
+                break;
+            }
+            let ((at, _), action) = entry.remove_entry();
+            if move_clock {
+                self.clock.set(at);
+            }
+            self.run(&mut state, at, action);
+            ran += 1;
+        }
+        ran
+    }
+
+    fn cluster(&self, name: &str) -> Option<ClusterStore> {
+        self.world.clusters.cluster(name)
+    }
+
+    fn management(&self) -> Option<ClusterStore> {
+        self.cluster("management")
+    }
+
+    /// Turns merges and sync requests that arrived since the last poll into actions.
+    fn poll_inputs(&self, state: &mut State, now: Timestamp) {
+        loop {
+            match state.merges.try_recv() {
+                Ok(merge) => self.on_merge(state, now, merge),
+                Err(broadcast::error::TryRecvError::Lagged(missed)) => {
+                    tracing::warn!(missed, "the simulator missed merges");
+                }
+                Err(_) => break,
+            }
+        }
+        let mut ended = false;
+        let mut requested = Vec::new();
+        if let Some(apps) = state.apps.as_mut() {
+            loop {
+                match apps.next().now_or_never() {
+                    Some(Some((kind, app))) => {
+                        if kind != "DELETED" && app.get("operation").is_some_and(|op| !op.is_null())
+                        {
+                            requested.push(app);
+                        }
+                    }
+                    Some(None) => {
+                        ended = true;
+                        break;
+                    }
+                    None => break,
+                }
+            }
+        }
+        if ended {
+            // The watch fell behind and ended, as a real one ends with 410: list again and re-watch.
+            self.watch_apps(state);
+            if let Some(management) = self.management() {
+                requested.extend(
+                    management
+                        .list(crate::argocd::API_VERSION, crate::argocd::KIND)
+                        .into_iter()
+                        .filter(|app| app.get("operation").is_some_and(|op| !op.is_null())),
+                );
+            }
+        }
+        for app in requested {
+            let name = str_at(&app, "/metadata/name").to_string();
+            if state.syncing.insert(name.clone()) {
+                state.note(now, format!("argocd: sync of {name} requested"));
+                state.schedule(secs(now, 3), Action::SyncFinish { app: name });
+            }
+        }
+    }
+
+    fn watch_apps(&self, state: &mut State) {
+        state.apps = self.management().and_then(|management| {
+            management
+                .watch(crate::argocd::API_VERSION, crate::argocd::KIND)
+                .map(|stream| Box::pin(stream) as AppChanges)
+                .ok()
+        });
+    }
+
+    fn on_merge(&self, state: &mut State, now: Timestamp, merge: MergeEvent) {
+        if merge.repo != crate::world::GITOPS_REPOSITORY {
+            return;
+        }
+        let files: Vec<String> = merge
+            .files_changed
+            .into_iter()
+            .filter(|f| f.starts_with("platform/"))
+            .collect();
+        state.note(
+            now,
+            format!(
+                "forge: #{} merged ({} platform files)",
+                merge.number,
+                files.len()
+            ),
+        );
+        if !files.is_empty() {
+            // The GitHub webhook reaches Argo CD within seconds.
+            state.schedule(
+                secs(now, 3),
+                Action::PlatformSync {
+                    sha: merge.merge_sha,
+                    files,
+                },
+            );
+        }
+    }
+
+    fn run(&self, state: &mut State, at: Timestamp, action: Action) {
+        let at = whole(at);
+        let result = match action {
+            Action::PlatformSync { sha, files } => self.platform_sync(state, at, &sha, &files),
+            Action::DeriveRelease { service, env } => {
+                self.derive_release(state, at, &service, &env)
+            }
+            Action::ApplicationSet { service, env } => {
+                self.application_set(state, at, &service, &env)
+            }
+            Action::SyncStart { app } => self.sync_start(state, at, &app),
+            Action::SyncFinish { app } => self.sync_finish(state, at, &app),
+            Action::RolloutStart { service, env } => self.rollout_start(state, at, &service, &env),
+            Action::RolloutStep {
+                service,
+                env,
+                generation,
+            } => self.rollout_step(state, at, &service, &env, generation),
+            Action::RolloutAbort {
+                service,
+                env,
+                generation,
+            } => self.rollout_abort(state, at, &service, &env, generation),
+            Action::AppHealth { service, env } => self.app_health(state, at, &service, &env),
+            Action::PipelineStart { service, sha } => {
+                self.pipeline_start(state, at, &service, &sha)
+            }
+            Action::TaskStart { service, sha, task } => {
+                self.task_start(state, at, &service, &sha, task)
+            }
+            Action::TaskFinish { service, sha, task } => {
+                self.task_finish(state, at, &service, &sha, task)
+            }
+            Action::PipelineFinish { service, sha } => {
+                self.pipeline_finish(state, at, &service, &sha)
+            }
+            Action::AutoDeploy { service, sha } => self.auto_deploy(state, at, &service, &sha),
+            Action::SchemaStep { name, env } => self.schema_step(state, at, &name, &env),
+            Action::ClaimReady { service, env } => self.claim_ready(state, at, &service, &env),
+            Action::Logs => {
+                self.write_logs(state, at);
+                state.schedule(secs(at, 5), Action::Logs);
+                Ok(())
+            }
+            Action::CrashLoops => {
+                self.crash_loops(state, at);
+                state.schedule(secs(at, 60), Action::CrashLoops);
+                Ok(())
+            }
+            Action::SecretsRefresh => {
+                self.refresh_secrets(state, at);
+                state.schedule(secs(at, 60), Action::SecretsRefresh);
+                Ok(())
+            }
+            Action::DemoCommit => {
+                let result = self.demo_commit(state, at);
+                let next = state.rng.range(180, 480) as i64;
+                state.schedule(secs(at, next), Action::DemoCommit);
+                result
+            }
+            Action::Collect => {
+                self.collect(state, at);
+                state.schedule(secs(at, 600), Action::Collect);
+                Ok(())
+            }
+        };
+        if let Err(error) = result {
+            tracing::warn!(
+                error = format!("{error:#}"),
+                "a simulated controller failed"
+            );
+            state.note(at, format!("error: {error:#}"));
+        }
+    }
+
+    /// Reads, changes and writes back an object, retrying when someone else wrote it in between.
+    fn update(
+        &self,
+        store: &ClusterStore,
+        (api_version, kind): (&str, &str),
+        namespace: Option<&str>,
+        name: &str,
+        change: impl Fn(&mut Value),
+    ) -> anyhow::Result<Option<Value>> {
+        for _ in 0..5 {
+            let Some(mut object) = store.get(api_version, kind, namespace, name) else {
+                return Ok(None);
+            };
+            change(&mut object);
+            match store.replace(object) {
+                Ok(stored) => return Ok(Some(stored)),
+                Err(StoreError::Conflict { .. }) => continue,
+                Err(error) => return Err(error.into()),
+            }
+        }
+        anyhow::bail!("{kind} {name} kept changing")
+    }
+
+    /// Creates or replaces an object the simulator owns, and remembers Events for collection.
+    fn put(
+        &self,
+        state: &mut State,
+        at: Timestamp,
+        store: &ClusterStore,
+        object: Value,
+    ) -> anyhow::Result<Value> {
+        let event = object.get("kind").and_then(Value::as_str) == Some("Event");
+        let stored = store.apply(object)?;
+        if event {
+            state.events.push_back((
+                at,
+                store.name().to_string(),
+                str_at(&stored, "/metadata/namespace").to_string(),
+                str_at(&stored, "/metadata/name").to_string(),
+            ));
+        }
+        Ok(stored)
+    }
+}
+
+/// The string at `pointer`, or "".
+fn str_at<'a>(value: &'a Value, pointer: &str) -> &'a str {
+    value
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+/// The time at `pointer`, if it parses.
+fn time_at(value: &Value, pointer: &str) -> Option<Timestamp> {
+    value.pointer(pointer)?.as_str()?.parse().ok()
+}
