@@ -37,6 +37,33 @@ pub struct TowerConfig {
     /// The discovery labels.
     #[serde(default)]
     pub labels: LabelsConfig,
+    /// Crossplane claim kinds shown on deployment cards.
+    #[serde(default = "default_claim_kinds")]
+    pub crossplane_claims: Vec<ClaimKindConfig>,
+}
+
+/// A Crossplane claim kind (namespaced, in the service's namespace on workload clusters).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimKindConfig {
+    /// API group, e.g. `database.acme.example`.
+    pub group: String,
+    /// Version, e.g. `v1alpha1`.
+    pub version: String,
+    /// Kind, e.g. `PostgreSQLInstance`.
+    pub kind: String,
+    /// Plural resource name, e.g. `postgresqlinstances`.
+    pub plural: String,
+}
+
+/// The platform's database claim.
+pub fn default_claim_kinds() -> Vec<ClaimKindConfig> {
+    vec![ClaimKindConfig {
+        group: "database.acme.example".into(),
+        version: "v1alpha1".into(),
+        kind: "PostgreSQLInstance".into(),
+        plural: "postgresqlinstances".into(),
+    }]
 }
 
 fn default_listen() -> String {
@@ -346,6 +373,7 @@ mod tests {
             metrics: None,
             auth: AuthConfig::default(),
             labels: LabelsConfig::default(),
+            crossplane_claims: default_claim_kinds(),
         }
     }
 

@@ -4,7 +4,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-/// One service of the platform, as listed on the Overview. Built from its `Component`.
+/// One service of the platform, as listed on the Overview. Built from its `Component`, with one cell per
+/// environment from its deployment cards.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ServiceSummary {
     /// The Component's name, which is the service's name everywhere on the platform.
@@ -19,27 +20,422 @@ pub struct ServiceSummary {
     pub template: String,
     /// Services it calls.
     pub depends_on: Vec<String>,
+    /// One cell per environment the service runs in, in environment order.
+    #[serde(default)]
+    pub environments: Vec<EnvironmentCell>,
+    /// What the repository's `catalog-info.yaml` says, once read.
+    #[serde(default)]
+    pub catalog: Option<CatalogInfo>,
 }
 
-/// Where the server's knowledge of a source stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// The parts of a service's `catalog-info.yaml` (Backstage format) Tower shows.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct CatalogInfo {
+    /// `spec.type`, e.g. `service`.
+    pub kind: Option<String>,
+    /// `spec.lifecycle`, e.g. `production`.
+    pub lifecycle: Option<String>,
+    /// `spec.system`.
+    pub system: Option<String>,
+    /// `metadata.tags`.
+    pub tags: Vec<String>,
+    /// `metadata.links`.
+    pub links: Vec<CatalogLink>,
+}
+
+/// A link from `catalog-info.yaml`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct CatalogLink {
+    /// Its title.
+    pub title: String,
+    /// Where it goes.
+    pub url: String,
+}
+
+/// A service in one environment, at a glance: the Overview matrix cell.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct EnvironmentCell {
+    /// `dev`, `prod`, …
+    pub environment: String,
+    /// The version running (short commit), if known.
+    pub version: Option<String>,
+    /// Argo CD sync status.
+    pub sync: SyncStatus,
+    /// Argo CD health.
+    pub health: Health,
+    /// Whether what runs differs from what the Release asks for, or the app is out of sync.
+    pub drift: bool,
+    /// When the environment's cluster became unreachable (RFC 3339), if it is.
+    pub unreachable_since: Option<String>,
+}
+
+/// Argo CD's sync status vocabulary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+pub enum SyncStatus {
+    /// Live state matches the target revision.
+    Synced,
+    /// Live state differs from the target.
+    OutOfSync,
+    /// Not known (no Application, or Argo CD could not tell).
+    #[default]
+    Unknown,
+}
+
+/// Argo CD's health vocabulary.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default,
+)]
+pub enum Health {
+    /// All good.
+    Healthy,
+    /// Rolling out or starting.
+    Progressing,
+    /// Paused on purpose (e.g. a canary pause).
+    Suspended,
+    /// Failing.
+    Degraded,
+    /// Expected but absent.
+    Missing,
+    /// Not known.
+    #[default]
+    Unknown,
+}
+
+impl SyncStatus {
+    /// Parses Argo CD's string.
+    pub fn parse(value: &str) -> Self {
+        match value {
+            "Synced" => SyncStatus::Synced,
+            "OutOfSync" => SyncStatus::OutOfSync,
+            _ => SyncStatus::Unknown,
+        }
+    }
+
+    /// The word shown beside its colour.
+    pub fn label(self) -> &'static str {
+        match self {
+            SyncStatus::Synced => "Synced",
+            SyncStatus::OutOfSync => "OutOfSync",
+            SyncStatus::Unknown => "Unknown",
+        }
+    }
+}
+
+impl Health {
+    /// Parses Argo CD's (and Argo Rollouts') string.
+    pub fn parse(value: &str) -> Self {
+        match value {
+            "Healthy" => Health::Healthy,
+            "Progressing" => Health::Progressing,
+            "Suspended" | "Paused" => Health::Suspended,
+            "Degraded" => Health::Degraded,
+            "Missing" => Health::Missing,
+            _ => Health::Unknown,
+        }
+    }
+
+    /// The word shown beside its colour.
+    pub fn label(self) -> &'static str {
+        match self {
+            Health::Healthy => "Healthy",
+            Health::Progressing => "Progressing",
+            Health::Suspended => "Suspended",
+            Health::Degraded => "Degraded",
+            Health::Missing => "Missing",
+            Health::Unknown => "Unknown",
+        }
+    }
+}
+
+/// Where the server's knowledge of one cluster stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
 pub enum SourceState {
     /// The first list has not completed yet.
     Syncing,
     /// Watching and current.
     Connected,
+    /// Listing again after a gap (values shown may be behind).
+    Relisting,
+    /// Cannot be reached.
+    Unreachable {
+        /// Since when (RFC 3339).
+        since: String,
+        /// What failed, for the UI.
+        reason: String,
+    },
+}
+
+/// One cluster's connection, as the UI shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceStatus {
+    /// The cluster's name.
+    pub cluster: String,
+    /// Its environment (none for the management cluster).
+    pub environment: Option<String>,
+    /// Where it stands.
+    pub state: SourceState,
+}
+
+/// Everything Tower shows about a service in one environment: the deployment card.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeploymentCard {
+    /// The service.
+    pub service: String,
+    /// The environment.
+    pub environment: String,
+    /// When the environment's cluster became unreachable, if it is: the card's data is then as of that time.
+    pub unreachable_since: Option<String>,
+    /// What the Release asks for.
+    pub release: Option<ReleaseView>,
+    /// The version the pods run (short commit), if they agree on one.
+    pub running_version: Option<String>,
+    /// The version that ran before, from Argo CD's history.
+    pub previous_version: Option<String>,
+    /// Commits between the previous and the running version, newest first.
+    pub changes: Vec<CommitView>,
+    /// Argo CD's view.
+    pub application: Option<ApplicationView>,
+    /// The Argo Rollout, when the service rolls out with one.
+    pub rollout: Option<RolloutView>,
+    /// Pods, by name.
+    pub pods: Vec<PodView>,
+    /// The database schema against the code, when the service has a database here.
+    pub schema: Option<SchemaView>,
+    /// External Secrets.
+    pub secrets: Vec<SecretView>,
+    /// Crossplane claims.
+    pub cloud_resources: Vec<CloudResourceView>,
+}
+
+/// The Release's spec, as shown.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReleaseView {
+    /// The build's commit (short).
+    pub version: String,
+    /// `repository:tag`.
+    pub image: String,
+    /// The chart's revision (pinned to the same commit).
+    pub chart_revision: String,
+    /// Dev follows every green build of main.
+    pub auto_deploy: bool,
+    /// Bound databases.
+    pub databases: Vec<String>,
+}
+
+/// A commit of the service repository.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommitView {
+    /// Short id.
+    pub sha: String,
+    /// First line of the message.
+    pub message: String,
+    /// Author login or name.
+    pub author: String,
+    /// RFC 3339.
+    pub at: String,
+}
+
+/// Argo CD's state of the service's Application here.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApplicationView {
+    /// The Application's name.
+    pub name: String,
+    /// Sync status.
+    pub sync: SyncStatus,
+    /// The revision it is synced (or syncing) to.
+    pub revision: Option<String>,
+    /// Health.
+    pub health: Health,
+    /// Health message, if any.
+    pub health_message: Option<String>,
+    /// The last (or current) sync operation.
+    pub operation: Option<OperationView>,
+    /// Public URLs (`status.summary.externalURLs`).
+    pub external_urls: Vec<String>,
+    /// When Argo CD last compared live and target state (RFC 3339).
+    pub reconciled_at: Option<String>,
+}
+
+/// A sync operation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OperationView {
+    /// `Running`, `Succeeded`, `Failed`, `Error`, `Terminating`.
+    pub phase: String,
+    /// Argo CD's message.
+    pub message: Option<String>,
+    /// RFC 3339.
+    pub started_at: Option<String>,
+    /// RFC 3339.
+    pub finished_at: Option<String>,
+}
+
+/// One step of a canary.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RolloutStep {
+    /// Send this percentage of traffic to the canary.
+    SetWeight {
+        /// Percent.
+        weight: u32,
+    },
+    /// Wait, for a duration or until promoted.
+    Pause {
+        /// e.g. `30s`; none means until someone promotes.
+        duration: Option<String>,
+    },
+    /// Anything else (analysis, experiments).
+    Other {
+        /// The step's kind.
+        name: String,
+    },
+}
+
+/// An Argo Rollout.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RolloutView {
+    /// Its name.
+    pub name: String,
+    /// `Healthy`, `Progressing`, `Paused`, `Degraded`.
+    pub phase: String,
+    /// The controller's message.
+    pub message: Option<String>,
+    /// The canary steps.
+    pub steps: Vec<RolloutStep>,
+    /// Index of the current step; equal to the step count when done.
+    pub current_step: Option<usize>,
+    /// Desired replicas.
+    pub replicas: u32,
+    /// Ready replicas.
+    pub ready_replicas: u32,
+    /// Replicas on the new version.
+    pub updated_replicas: u32,
+}
+
+/// A pod.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PodView {
+    /// Its name.
+    pub name: String,
+    /// `Running`, `Pending`, …
+    pub phase: String,
+    /// All containers ready.
+    pub ready: bool,
+    /// Restarts summed over containers.
+    pub restarts: u32,
+    /// The main container's image.
+    pub image: String,
+    /// Why a container is waiting (`CrashLoopBackOff`, `ImagePullBackOff`), if one is.
+    pub waiting_reason: Option<String>,
+    /// Containers, for the log panel.
+    pub containers: Vec<String>,
+    /// RFC 3339.
+    pub started_at: Option<String>,
+}
+
+/// The database schema compared with the code that runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SchemaView {
+    /// The database.
+    pub database: String,
+    /// Schema version applied to the database.
+    pub applied_version: Option<String>,
+    /// The newest migration in the running code, as a version.
+    pub code_version: Option<String>,
+    /// Migrations the code ships that the database does not have.
+    pub missing_migrations: Vec<String>,
+    /// Whether the database is behind the code.
+    pub behind: bool,
+    /// The failed check's name, when applying failed (its database error is owner-only, see the databases tab).
+    pub failed_check: Option<String>,
+}
+
+/// An External Secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SecretView {
+    /// Its name.
+    pub name: String,
+    /// Ready condition.
+    pub ready: bool,
+    /// Last refresh (RFC 3339).
+    pub refreshed_at: Option<String>,
+    /// e.g. `1h0m0s`.
+    pub refresh_interval: Option<String>,
+    /// Last refresh older than the interval.
+    pub stale: bool,
+    /// The provider's message when not ready.
+    pub message: Option<String>,
+}
+
+/// A Crossplane claim.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CloudResourceView {
+    /// Its kind.
+    pub kind: String,
+    /// Its name.
+    pub name: String,
+    /// Ready condition.
+    pub ready: bool,
+    /// Synced condition.
+    pub synced: bool,
+    /// The failing condition's message (a composition error), if any.
+    pub message: Option<String>,
+}
+
+/// A service with all its cards: `GET /api/v1/services/{name}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServiceDetail {
+    /// The summary.
+    pub summary: ServiceSummary,
+    /// One card per environment, in environment order.
+    pub cards: Vec<DeploymentCard>,
+}
+
+/// Something that happened, for the Overview's activity feed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActivityItem {
+    /// RFC 3339.
+    pub at: String,
+    /// The service.
+    pub service: String,
+    /// The environment, when it concerns one.
+    pub environment: Option<String>,
+    /// What kind of thing.
+    pub kind: ActivityKind,
+    /// A sentence.
+    pub message: String,
+}
+
+/// Kinds of activity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActivityKind {
+    /// A new version started rolling out.
+    Deploy,
+    /// Argo CD synced.
+    Sync,
+    /// A pipeline run failed.
+    PipelineFailed,
+    /// A pull request was merged.
+    PullRequestMerged,
+    /// An application became degraded.
+    Degraded,
 }
 
 /// A typed delta on the event stream (`GET /api/v1/events`), applied by the browser to its signals.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+// Events live for one send; keeping cards inline keeps the wire type and its users simple.
+#[allow(clippy::large_enum_variant)]
 pub enum FleetEvent {
-    /// The whole set of services, sent first on every (re)connection so the client never works from a
-    /// partial picture.
+    /// The whole set of services and cluster states, sent first on every (re)connection so the client never
+    /// works from a partial picture.
     Snapshot {
         /// Every service, by name.
         services: Vec<ServiceSummary>,
+        /// Every cluster's connection.
+        #[serde(default)]
+        sources: Vec<SourceStatus>,
     },
     /// A service appeared or changed.
     ServiceUpserted {
@@ -50,6 +446,21 @@ pub enum FleetEvent {
     ServiceRemoved {
         /// Its name.
         name: String,
+    },
+    /// A deployment card changed.
+    CardUpdated {
+        /// The card as it is now.
+        card: DeploymentCard,
+    },
+    /// A cluster's connection changed.
+    SourceChanged {
+        /// The cluster's state.
+        source: SourceStatus,
+    },
+    /// Something happened.
+    Activity {
+        /// What.
+        item: ActivityItem,
     },
 }
 
@@ -73,13 +484,17 @@ impl Fleet {
     /// Applies one delta; applying the same delta twice is harmless.
     pub fn apply(&mut self, event: FleetEvent) {
         match event {
-            FleetEvent::Snapshot { services } => *self = Self::from_services(services),
+            FleetEvent::Snapshot { services, .. } => *self = Self::from_services(services),
             FleetEvent::ServiceUpserted { service } => {
                 self.services.insert(service.name.clone(), service);
             }
             FleetEvent::ServiceRemoved { name } => {
                 self.services.remove(&name);
             }
+            // Cards, sources and activity are kept by the pages that show them.
+            FleetEvent::CardUpdated { .. }
+            | FleetEvent::SourceChanged { .. }
+            | FleetEvent::Activity { .. } => {}
         }
     }
 
@@ -136,6 +551,8 @@ mod tests {
             repository: format!("acme/{name}"),
             template: "go-service@1.0.0".into(),
             depends_on: vec![],
+            environments: vec![],
+            catalog: None,
         }
     }
 
@@ -144,6 +561,7 @@ mod tests {
         let mut fleet = Fleet::from_services([service("old", "a")]);
         fleet.apply(FleetEvent::Snapshot {
             services: vec![service("payments", "payments"), service("checkout", "shop")],
+            sources: vec![],
         });
         let names: Vec<_> = fleet.services().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["checkout", "payments"]);
@@ -194,3 +612,70 @@ mod tests {
         );
     }
 }
+
+/// A database of a service, for the Databases tab: `GET /api/v1/services/{name}/databases`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DatabaseView {
+    /// The database's name.
+    pub name: String,
+    /// Its environment.
+    pub environment: String,
+    /// `small`, `medium`, `large`.
+    pub size: String,
+    /// Accepts connections.
+    pub available: bool,
+    /// `host:port`, when available.
+    pub endpoint: Option<String>,
+    /// Schema version applied.
+    pub applied_version: Option<String>,
+    /// The newest schema version in the code running in this environment.
+    pub code_version: Option<String>,
+    /// Whether the database has the newest schema.
+    pub up_to_date: bool,
+    /// Components bound to it.
+    pub bound_components: Vec<String>,
+    /// The schema operator's checks.
+    pub checks: Vec<SchemaCheckView>,
+}
+
+/// One check of applying a schema.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SchemaCheckView {
+    /// e.g. `migrate 0004_add_refund_reference.sql`.
+    pub name: String,
+    /// `Pending`, `Running`, `Succeeded`, `Failed`.
+    pub state: String,
+    /// The database's error text: only sent to the service's owners.
+    pub error: Option<String>,
+    /// True when there is an error text the requester may not see.
+    pub error_hidden: bool,
+}
+
+/// An environment and its cluster: `GET /api/v1/environments`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnvironmentView {
+    /// `dev`, `prod`.
+    pub name: String,
+    /// The workload cluster's connection.
+    pub source: SourceStatus,
+}
+
+/// Body of `POST /api/v1/services/{name}/environments/{env}/sync`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SyncRequest {
+    /// Force: replace resources that cannot be patched.
+    #[serde(default)]
+    pub force: bool,
+}
+
+/// Answer to a sync request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SyncResponse {
+    /// The Application synced.
+    pub application: String,
+    /// What Argo CD said.
+    pub message: String,
+}
+
+/// The SSE event name of log lines on `GET /api/v1/services/{name}/environments/{env}/logs`.
+pub const LOG_EVENT_NAME: &str = "log";

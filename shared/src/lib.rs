@@ -5,9 +5,11 @@
 
 pub mod auth;
 pub mod config;
+pub mod delivery;
 pub mod error;
 pub mod fleet;
 pub mod session;
+pub mod view;
 
 #[cfg(feature = "crd")]
 pub mod crd;
