@@ -20,6 +20,20 @@ pub enum Error {
     /// A watch cache has not finished its first list yet.
     #[error("{0} is still syncing")]
     Syncing(&'static str),
+    /// An input was invalid; names the field.
+    #[error("{field}: {message}")]
+    BadRequest {
+        /// The field at fault.
+        field: &'static str,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The feature needs an upstream this installation does not configure.
+    #[error("{0} is not configured")]
+    NotConfigured(&'static str),
+    /// An upstream failed; the detail goes to the log only.
+    #[error("{0} failed: {1}")]
+    Upstream(&'static str, String),
     /// Anything unexpected; its text goes to the log only.
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
@@ -52,6 +66,27 @@ impl IntoResponse for Error {
                     format!("Tower is still loading {source}; try again in a moment."),
                 ),
             ),
+            Error::BadRequest { field, message } => (
+                StatusCode::BAD_REQUEST,
+                ApiError::new(ErrorCode::BadRequest, message.clone()).with_field(*field),
+            ),
+            Error::NotConfigured(what) => (
+                StatusCode::NOT_FOUND,
+                ApiError::new(
+                    ErrorCode::NotFound,
+                    format!("{what} is not configured in this Tower."),
+                ),
+            ),
+            Error::Upstream(what, detail) => {
+                let request_id = next_request_id();
+                tracing::error!(%request_id, upstream = what, %detail, "upstream call failed");
+                let mut body = ApiError::new(
+                    ErrorCode::Unavailable,
+                    format!("{what} did not answer as expected; try again."),
+                );
+                body.request_id = Some(request_id);
+                (StatusCode::BAD_GATEWAY, body)
+            }
             Error::Internal(cause) => {
                 let request_id = next_request_id();
                 tracing::error!(%request_id, error = ?cause, "request failed");

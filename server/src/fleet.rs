@@ -1,102 +1,621 @@
 //! The fleet model: the watch caches turned into what the pages show, and the deltas pushed to browsers.
 //!
-//! Data flows one way: upstream → watch cache (reflector store) → this model → JSON API / SSE. Request
-//! handlers only read from here; nothing in a handler lists from an upstream.
+//! Data flows one way: upstream → watch cache (reflector stores) → this model → JSON API / SSE. Every watch
+//! event marks its service dirty; a single task recomputes dirty services in small batches, keeps the result
+//! (and the serialized service list) ready for handlers, and broadcasts what changed. Request handlers only
+//! read from here; nothing in a handler lists from an upstream.
 
+pub mod cards;
+pub mod catalog;
+pub mod code;
+pub mod watch;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use futures::{Stream, StreamExt as _};
+use axum::body::Bytes;
+use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt as _;
+use kube::api::DynamicObject;
 use kube::runtime::reflector::Store;
-use kube::runtime::watcher;
-use shared::crd::Component;
-use shared::fleet::{FleetEvent, ServiceSummary};
-use tokio::sync::broadcast;
+use shared::crd::{Component, Database, DatabaseSchema, Release};
+use shared::fleet::{
+    ActivityItem, ActivityKind, DatabaseView, DeploymentCard, FleetEvent, Health, SchemaCheckView,
+    ServiceDetail, ServiceSummary, SourceState, SourceStatus,
+};
+use tokio::sync::{broadcast, mpsc, watch as tokio_watch};
+
+use self::cards::{CardInputs, card, cell};
+use self::code::CodeCache;
+use self::watch::Sources;
 
 /// How many deltas a slow browser may fall behind before it is sent a fresh snapshot instead.
-const EVENT_BUFFER: usize = 1024;
+const EVENT_BUFFER: usize = 4096;
+/// How long dirty marks are gathered before a recompute, so a burst of watch events costs one pass.
+const BATCH_WINDOW: Duration = Duration::from_millis(25);
+/// How many activity items are kept.
+const ACTIVITY_KEPT: usize = 50;
+
+/// What needs recomputing.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Dirty {
+    /// One service, every environment.
+    Service(String),
+    /// Everything (a cluster's state changed, or a first list completed).
+    All,
+}
+
+/// The caches of one workload cluster.
+#[derive(Clone)]
+pub struct WorkloadStores {
+    /// The cluster's name.
+    pub cluster: String,
+    /// Pods.
+    pub pods: Store<Pod>,
+    /// Argo Rollouts.
+    pub rollouts: Store<DynamicObject>,
+    /// External Secrets.
+    pub secrets: Store<DynamicObject>,
+    /// Crossplane claims, one store per claim kind.
+    pub claims: Vec<Store<DynamicObject>>,
+}
+
+/// Every watch cache the model reads.
+#[derive(Clone)]
+pub struct Stores {
+    /// Components (management).
+    pub components: Store<Component>,
+    /// Releases (management).
+    pub releases: Store<Release>,
+    /// Databases (management).
+    pub databases: Store<Database>,
+    /// DatabaseSchemas (management).
+    pub schemas: Store<DatabaseSchema>,
+    /// Argo CD Applications (management).
+    pub applications: Store<DynamicObject>,
+    /// Workload clusters by environment.
+    pub workloads: BTreeMap<String, WorkloadStores>,
+}
+
+/// What handlers read: computed, ready to serve. Replaced whole after each recompute, so a reader never waits
+/// for a recompute (serializing a thousand services takes milliseconds) and never sees half of one.
+#[derive(Default, Clone)]
+struct View {
+    services: BTreeMap<String, Arc<ServiceDetail>>,
+    /// `GET /api/v1/services`, serialized once per change rather than once per request.
+    services_json: Bytes,
+    /// The same, gzipped once per change: at a thousand services the list is large and sent often.
+    services_json_gzip: Bytes,
+    activity: VecDeque<ActivityItem>,
+}
+
+struct Inner {
+    stores: Stores,
+    labels: shared::config::LabelsConfig,
+    view: RwLock<Arc<View>>,
+    events: broadcast::Sender<FleetEvent>,
+    sources: Sources,
+    code: Option<CodeCache>,
+    catalog: catalog::Catalog,
+    ready: tokio_watch::Receiver<bool>,
+}
 
 /// The fleet as the server knows it, shared by every request.
 #[derive(Clone)]
 pub struct FleetModel {
-    /// The Components on the management cluster, kept by a reflector.
-    components: Store<Component>,
-    /// Deltas for every connected browser.
-    events: broadcast::Sender<FleetEvent>,
+    inner: Arc<Inner>,
 }
 
 impl FleetModel {
-    /// A model reading `components` and publishing on a fresh channel.
-    pub fn new(components: Store<Component>) -> Self {
+    /// Starts the model over `stores`: the recompute task runs until the process ends. `dirty` is the receiving
+    /// end of the channel the watches mark services on.
+    pub fn start(
+        stores: Stores,
+        labels: shared::config::LabelsConfig,
+        sources: Sources,
+        code: Option<CodeCache>,
+        catalog: catalog::Catalog,
+        dirty_tx: mpsc::UnboundedSender<Dirty>,
+        dirty: mpsc::UnboundedReceiver<Dirty>,
+    ) -> Self {
         let (events, _) = broadcast::channel(EVENT_BUFFER);
-        Self { components, events }
+        let (ready_tx, ready) = tokio_watch::channel(false);
+        let model = Self {
+            inner: Arc::new(Inner {
+                stores,
+                labels,
+                view: RwLock::new(Arc::new(View::default())),
+                events,
+                sources,
+                code,
+                catalog,
+                ready,
+            }),
+        };
+        if let Some(code) = &model.inner.code {
+            code.set_dirty_sender(dirty_tx.clone());
+        }
+        model
+            .inner
+            .sources
+            .set_listener(model.inner.events.clone(), dirty_tx);
+        tokio::spawn(model.clone().recompute_loop(dirty, ready_tx));
+        model
     }
 
     /// Every service, in name order.
     pub fn services(&self) -> Vec<ServiceSummary> {
-        let mut services: Vec<_> = self
-            .components
-            .state()
-            .iter()
-            .map(|component| summarize(component))
-            .collect();
-        services.sort_by(|a, b| a.name.cmp(&b.name));
-        services
+        self.read(|view| view.services.values().map(|d| d.summary.clone()).collect())
     }
 
-    /// One service by name.
+    /// The serialized service list, as `GET /api/v1/services` returns it.
+    pub fn services_json(&self) -> Bytes {
+        self.read(|view| view.services_json.clone())
+    }
+
+    /// The serialized service list, gzipped.
+    pub fn services_json_gzip(&self) -> Bytes {
+        self.read(|view| view.services_json_gzip.clone())
+    }
+
+    /// One service's summary.
     pub fn service(&self, name: &str) -> Option<ServiceSummary> {
-        self.components
-            .state()
-            .iter()
-            .find(|component| component.name_any() == name)
-            .map(|component| summarize(component))
+        self.read(|view| view.services.get(name).map(|d| d.summary.clone()))
     }
 
-    /// Waits until the first list of Components has completed, at most `limit`; false if it has not.
+    /// One service with its cards.
+    pub fn service_detail(&self, name: &str) -> Option<ServiceDetail> {
+        self.read(|view| view.services.get(name).map(|d| ServiceDetail::clone(d)))
+    }
+
+    /// The newest activity first.
+    pub fn activity(&self) -> Vec<ActivityItem> {
+        self.read(|view| view.activity.iter().rev().cloned().collect())
+    }
+
+    /// Every cluster's connection.
+    pub fn sources(&self) -> Vec<SourceStatus> {
+        self.inner.sources.statuses()
+    }
+
+    /// The namespace of pod `name` in `environment`, from the watch cache.
+    pub fn pod_namespace(&self, environment: &str, name: &str) -> Option<String> {
+        self.inner
+            .stores
+            .workloads
+            .get(environment)?
+            .pods
+            .state()
+            .iter()
+            .find(|p| p.metadata.name.as_deref() == Some(name))
+            .and_then(|p| p.metadata.namespace.clone())
+    }
+
+    /// The workload environments, in order.
+    pub fn environments(&self) -> Vec<String> {
+        self.inner.stores.workloads.keys().cloned().collect()
+    }
+
+    /// The service's databases with their schema state; database error texts only when `with_errors`.
+    pub fn databases(&self, service: &str, with_errors: bool) -> Vec<DatabaseView> {
+        let detail = self.service_detail(service);
+        let schemas = self.inner.stores.schemas.state();
+        let mut views: Vec<DatabaseView> = self
+            .inner
+            .stores
+            .databases
+            .state()
+            .iter()
+            .filter(|db| {
+                db.status
+                    .as_ref()
+                    .is_some_and(|s| s.bound_components.iter().any(|c| c == service))
+                    || db.spec.name == service
+            })
+            .map(|db| {
+                let status = db.status.clone().unwrap_or_default();
+                let schema = schemas.iter().find(|s| {
+                    s.spec.database == db.spec.name && s.spec.environment == db.spec.environment
+                });
+                let card_schema = detail
+                    .as_ref()
+                    .and_then(|d| {
+                        d.cards
+                            .iter()
+                            .find(|c| c.environment == db.spec.environment)
+                    })
+                    .and_then(|c| c.schema.clone());
+                let applied = schema
+                    .and_then(|s| s.status.as_ref())
+                    .and_then(|s| s.applied_version.clone())
+                    .or(status.schema_version.clone());
+                let code_version = card_schema.as_ref().and_then(|s| s.code_version.clone());
+                DatabaseView {
+                    name: db.spec.name.clone(),
+                    environment: db.spec.environment.clone(),
+                    size: format!("{:?}", db.spec.size).to_lowercase(),
+                    available: status.available,
+                    endpoint: status.endpoint.clone(),
+                    up_to_date: !card_schema.as_ref().is_some_and(|s| s.behind),
+                    applied_version: applied,
+                    code_version,
+                    bound_components: status.bound_components.clone(),
+                    checks: schema
+                        .and_then(|s| s.status.as_ref())
+                        .map(|s| {
+                            s.checks
+                                .iter()
+                                .map(|check| SchemaCheckView {
+                                    name: check.name.clone(),
+                                    state: format!("{:?}", check.state),
+                                    error: check.error.clone().filter(|_| with_errors),
+                                    error_hidden: check.error.is_some() && !with_errors,
+                                })
+                                .collect()
+                        })
+                        .unwrap_or_default(),
+                }
+            })
+            .collect();
+        views.sort_by(|a, b| {
+            (a.environment.as_str(), a.name.as_str())
+                .cmp(&(b.environment.as_str(), b.name.as_str()))
+        });
+        views
+    }
+
+    /// Waits until the first picture of the fleet is computed, at most `limit`; false if it is not.
     pub async fn wait_until_ready(&self, limit: Duration) -> bool {
-        tokio::time::timeout(limit, self.components.wait_until_ready())
+        let mut ready = self.inner.ready.clone();
+        tokio::time::timeout(limit, ready.wait_for(|r| *r))
             .await
-            .is_ok_and(|ready| ready.is_ok())
+            .is_ok_and(|r| r.is_ok())
     }
 
     /// Subscribes to deltas. Subscribe before taking a snapshot so nothing falls between the two.
     pub fn subscribe(&self) -> broadcast::Receiver<FleetEvent> {
-        self.events.subscribe()
+        self.inner.events.subscribe()
     }
 
-    /// Turns the Component watch into deltas until the stream ends. Runs for the life of the server.
-    pub async fn follow(
-        self,
-        watch: impl Stream<Item = Result<watcher::Event<Component>, watcher::Error>>,
-    ) {
-        let mut watch = std::pin::pin!(watch);
-        while let Some(event) = watch.next().await {
-            let delta = match event {
-                Ok(watcher::Event::Apply(component)) => FleetEvent::ServiceUpserted {
-                    service: summarize(&component),
-                },
-                Ok(watcher::Event::Delete(component)) => FleetEvent::ServiceRemoved {
-                    name: component.name_any(),
-                },
-                // A (re)list finished: the store now holds exactly what the cluster has.
-                Ok(watcher::Event::InitDone) => FleetEvent::Snapshot {
-                    services: self.services(),
-                },
-                Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => continue,
-                Err(error) => {
-                    tracing::warn!(%error, "component watch failed; retrying with backoff");
-                    continue;
-                }
-            };
-            // No receivers just means no browser is connected.
-            let _ = self.events.send(delta);
+    /// A snapshot event of everything.
+    pub fn snapshot(&self) -> FleetEvent {
+        FleetEvent::Snapshot {
+            services: self.services(),
+            sources: self.sources(),
         }
+    }
+
+    fn read<T>(&self, f: impl FnOnce(&View) -> T) -> T {
+        f(&self.current_view())
+    }
+
+    fn current_view(&self) -> Arc<View> {
+        // A poisoned lock means a recompute panicked mid-swap; the view it left is still the best we have.
+        self.inner
+            .view
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    async fn recompute_loop(
+        self,
+        mut dirty: mpsc::UnboundedReceiver<Dirty>,
+        ready: tokio_watch::Sender<bool>,
+    ) {
+        // The first picture waits for the management cluster, and for each workload cluster a little while:
+        // one that is down must not hold up the rest, its cards say so instead.
+        let stores = &self.inner.stores;
+        if stores.components.wait_until_ready().await.is_err() {
+            return;
+        }
+        let _ = tokio::join!(
+            stores.releases.wait_until_ready(),
+            stores.applications.wait_until_ready(),
+            stores.schemas.wait_until_ready(),
+        );
+        for workload in stores.workloads.values() {
+            let _ = tokio::time::timeout(Duration::from_secs(5), async {
+                let _ = tokio::join!(
+                    workload.pods.wait_until_ready(),
+                    workload.rollouts.wait_until_ready(),
+                    workload.secrets.wait_until_ready(),
+                );
+            })
+            .await;
+        }
+        self.recompute(&BTreeSet::from([Dirty::All]));
+        let _ = ready.send(true);
+        while let Some(first) = dirty.recv().await {
+            tokio::time::sleep(BATCH_WINDOW).await;
+            let mut batch = BTreeSet::from([first]);
+            while let Ok(more) = dirty.try_recv() {
+                batch.insert(more);
+            }
+            self.recompute(&batch);
+        }
+    }
+
+    /// Recomputes the services in `batch` and publishes what changed.
+    fn recompute(&self, batch: &BTreeSet<Dirty>) {
+        let stores = &self.inner.stores;
+        let components = stores.components.state();
+        let all = batch.contains(&Dirty::All);
+        let wanted: BTreeSet<&str> = batch
+            .iter()
+            .filter_map(|d| match d {
+                Dirty::Service(name) => Some(name.as_str()),
+                Dirty::All => None,
+            })
+            .collect();
+        let index = Index::build(stores, &self.inner.labels, |name| {
+            all || wanted.contains(name)
+        });
+        let now = jiff::Timestamp::now();
+        let unreachable = self.inner.sources.unreachable_since();
+
+        let mut computed = BTreeMap::new();
+        for component in components.iter() {
+            let name = component.name_any();
+            if !all && !wanted.contains(name.as_str()) {
+                continue;
+            }
+            let cards: Vec<DeploymentCard> = stores
+                .workloads
+                .keys()
+                .filter(|env| index.present(&name, env))
+                .map(|env| {
+                    self.compute_card(component, env, &index, unreachable.get(env).cloned(), now)
+                })
+                .collect();
+            let mut summary = summarize(component, &cards);
+            summary.catalog = self.inner.catalog.get(&component.spec.repository);
+            computed.insert(name, ServiceDetail { summary, cards });
+        }
+        let existing: BTreeSet<String> = components.iter().map(|c| c.name_any()).collect();
+
+        let mut deltas = Vec::new();
+        // Only this task writes the view, so working on a copy and swapping it in loses nothing.
+        let mut view = View::clone(&self.current_view());
+        let removed: Vec<String> = view
+            .services
+            .keys()
+            .filter(|name| !existing.contains(*name))
+            .cloned()
+            .collect();
+        for name in removed {
+            view.services.remove(&name);
+            deltas.push(FleetEvent::ServiceRemoved { name });
+        }
+        for (name, detail) in computed {
+            let previous = view.services.remove(&name);
+            for card in &detail.cards {
+                let old = previous
+                    .as_ref()
+                    .and_then(|p| p.cards.iter().find(|c| c.environment == card.environment));
+                if old != Some(card) {
+                    if let Some(old) = old {
+                        activity(old, card, &mut view.activity, &mut deltas, now);
+                    }
+                    deltas.push(FleetEvent::CardUpdated { card: card.clone() });
+                }
+            }
+            if previous.as_ref().map(|p| &p.summary) != Some(&detail.summary) {
+                deltas.push(FleetEvent::ServiceUpserted {
+                    service: detail.summary.clone(),
+                });
+            }
+            view.services.insert(name, Arc::new(detail));
+        }
+        if deltas.iter().any(|d| {
+            matches!(
+                d,
+                FleetEvent::ServiceUpserted { .. } | FleetEvent::ServiceRemoved { .. }
+            )
+        }) || view.services_json.is_empty()
+        {
+            let list: Vec<&ServiceSummary> = view.services.values().map(|d| &d.summary).collect();
+            let json = serde_json::to_vec(&list).unwrap_or_default();
+            view.services_json_gzip = gzip(&json);
+            view.services_json = Bytes::from(json);
+        }
+        *self
+            .inner
+            .view
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(view);
+        for delta in deltas {
+            // No receivers just means no browser is connected.
+            let _ = self.inner.events.send(delta);
+        }
+    }
+
+    fn compute_card(
+        &self,
+        component: &Component,
+        environment: &str,
+        index: &Index,
+        unreachable_since: Option<String>,
+        now: jiff::Timestamp,
+    ) -> DeploymentCard {
+        let name = component.name_any();
+        let key = (name.clone(), environment.to_string());
+        let release = index.releases.get(&key).map(Arc::as_ref);
+        let application = index.applications.get(&key).map(Arc::as_ref);
+        let running_tag = index.pods.get(&key).and_then(|pods| {
+            pods.first()
+                .and_then(|p| p.spec.as_ref()?.containers.first()?.image.clone())
+                .and_then(|image| cards::image_tag(&image).map(str::to_string))
+        });
+        let database = release
+            .and_then(|r| r.spec.databases.first())
+            .map(|b| b.database.clone());
+        let schema = database.as_ref().and_then(|db| {
+            index
+                .schemas
+                .iter()
+                .find(|s| &s.spec.database == db && s.spec.environment == environment)
+        });
+        let previous = application.and_then(|app| {
+            let history = app.data.get("status")?.get("history")?.as_array()?;
+            let current = history.last()?.get("revision")?.as_str()?;
+            history
+                .iter()
+                .rev()
+                .filter_map(|h| h.get("revision")?.as_str())
+                .find(|r| *r != current)
+                .map(cards::short)
+        });
+        let (changes, migrations_in_code) = match &self.inner.code {
+            Some(code) => {
+                let repository = &component.spec.repository;
+                let changes = match (&previous, &running_tag) {
+                    (Some(base), Some(head)) => code
+                        .changes(&name, repository, base, head)
+                        .unwrap_or_default(),
+                    _ => Vec::new(),
+                };
+                let migrations = match (&schema, &running_tag) {
+                    (Some(_), Some(head)) => code.migrations(&name, repository, head),
+                    _ => None,
+                };
+                (changes, migrations)
+            }
+            None => (Vec::new(), None),
+        };
+        card(CardInputs {
+            service: &name,
+            environment,
+            release,
+            application,
+            rollout: index.rollouts.get(&key).map(Arc::as_ref),
+            pods: index
+                .pods
+                .get(&key)
+                .map(|p| p.iter().map(Arc::as_ref).collect())
+                .unwrap_or_default(),
+            schema: schema.map(Arc::as_ref),
+            secrets: index
+                .secrets
+                .get(&key)
+                .map(|s| s.iter().map(Arc::as_ref).collect())
+                .unwrap_or_default(),
+            claims: index
+                .claims
+                .get(&key)
+                .map(|s| s.iter().map(Arc::as_ref).collect())
+                .unwrap_or_default(),
+            unreachable_since,
+            changes,
+            migrations_in_code,
+            now: Some(now),
+        })
     }
 }
 
-/// The summary the Overview lists for one Component.
-pub fn summarize(component: &Component) -> ServiceSummary {
+type Key = (String, String);
+
+/// The watch caches grouped by (component, environment), built once per recompute batch.
+struct Index {
+    releases: HashMap<Key, Arc<Release>>,
+    applications: HashMap<Key, Arc<DynamicObject>>,
+    rollouts: HashMap<Key, Arc<DynamicObject>>,
+    pods: HashMap<Key, Vec<Arc<Pod>>>,
+    secrets: HashMap<Key, Vec<Arc<DynamicObject>>>,
+    claims: HashMap<Key, Vec<Arc<DynamicObject>>>,
+    schemas: Vec<Arc<DatabaseSchema>>,
+}
+
+impl Index {
+    fn build(
+        stores: &Stores,
+        labels: &shared::config::LabelsConfig,
+        wanted: impl Fn(&str) -> bool,
+    ) -> Self {
+        let label_key = |meta: &kube::api::ObjectMeta, environment: Option<&str>| -> Option<Key> {
+            let labels_map = meta.labels.as_ref()?;
+            let component = labels_map.get(&labels.component)?;
+            if !wanted(component) {
+                return None;
+            }
+            let environment = environment
+                .map(str::to_string)
+                .or_else(|| labels_map.get(&labels.environment).cloned())?;
+            Some((component.clone(), environment))
+        };
+        let mut index = Self {
+            releases: HashMap::new(),
+            applications: HashMap::new(),
+            rollouts: HashMap::new(),
+            pods: HashMap::new(),
+            secrets: HashMap::new(),
+            claims: HashMap::new(),
+            schemas: stores.schemas.state(),
+        };
+        for release in stores.releases.state() {
+            if wanted(&release.spec.component) {
+                let key = (
+                    release.spec.component.clone(),
+                    release.spec.environment.clone(),
+                );
+                index.releases.insert(key, release);
+            }
+        }
+        for app in stores.applications.state() {
+            if let Some(key) = label_key(&app.metadata, None) {
+                index.applications.insert(key, app);
+            }
+        }
+        for (environment, workload) in &stores.workloads {
+            let env = Some(environment.as_str());
+            for rollout in workload.rollouts.state() {
+                if let Some(key) = label_key(&rollout.metadata, env) {
+                    index.rollouts.insert(key, rollout);
+                }
+            }
+            for pod in workload.pods.state() {
+                if let Some(key) = label_key(&pod.metadata, env) {
+                    index.pods.entry(key).or_default().push(pod);
+                }
+            }
+            for secret in workload.secrets.state() {
+                if let Some(key) = label_key(&secret.metadata, env) {
+                    index.secrets.entry(key).or_default().push(secret);
+                }
+            }
+            for store in &workload.claims {
+                for claim in store.state() {
+                    if let Some(key) = label_key(&claim.metadata, env) {
+                        index.claims.entry(key).or_default().push(claim);
+                    }
+                }
+            }
+        }
+        index
+    }
+
+    /// Whether the service has anything in `environment` (a card is shown only then).
+    fn present(&self, service: &str, environment: &str) -> bool {
+        let key = (service.to_string(), environment.to_string());
+        self.releases.contains_key(&key)
+            || self.applications.contains_key(&key)
+            || self.pods.contains_key(&key)
+    }
+}
+
+/// Gzips `bytes` at a fast level: the list is recompressed on every change.
+fn gzip(bytes: &[u8]) -> Bytes {
+    use std::io::Write as _;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    if encoder.write_all(bytes).is_err() {
+        return Bytes::new();
+    }
+    encoder.finish().map(Bytes::from).unwrap_or_default()
+}
+
+/// The summary the Overview lists for one Component with its cards.
+pub fn summarize(component: &Component, cards: &[DeploymentCard]) -> ServiceSummary {
     let spec = &component.spec;
     ServiceSummary {
         name: component.name_any(),
@@ -105,5 +624,72 @@ pub fn summarize(component: &Component) -> ServiceSummary {
         repository: spec.repository.clone(),
         template: format!("{}@{}", spec.template.name, spec.template.version),
         depends_on: spec.depends_on.clone(),
+        environments: cards.iter().map(cell).collect(),
+        catalog: None,
+    }
+}
+
+/// Notes what a card change means to a person: a deploy, a finished sync, a degradation.
+fn activity(
+    old: &DeploymentCard,
+    new: &DeploymentCard,
+    feed: &mut VecDeque<ActivityItem>,
+    deltas: &mut Vec<FleetEvent>,
+    now: jiff::Timestamp,
+) {
+    let mut push = |kind, message: String| {
+        let item = ActivityItem {
+            at: now.to_string(),
+            service: new.service.clone(),
+            environment: Some(new.environment.clone()),
+            kind,
+            message,
+        };
+        feed.push_back(item.clone());
+        while feed.len() > ACTIVITY_KEPT {
+            feed.pop_front();
+        }
+        deltas.push(FleetEvent::Activity { item });
+    };
+    if let (Some(before), Some(after)) = (&old.running_version, &new.running_version)
+        && before != after
+    {
+        push(
+            ActivityKind::Deploy,
+            format!(
+                "{} {} now runs {after} (was {before})",
+                new.service, new.environment
+            ),
+        );
+    }
+    let finished = |card: &DeploymentCard| {
+        card.application
+            .as_ref()
+            .and_then(|a| a.operation.as_ref())
+            .filter(|op| op.phase == "Succeeded")
+            .and_then(|op| op.finished_at.clone())
+    };
+    if let Some(at) = finished(new)
+        && finished(old).as_ref() != Some(&at)
+    {
+        push(
+            ActivityKind::Sync,
+            format!("{} {} synced", new.service, new.environment),
+        );
+    }
+    let health = |card: &DeploymentCard| card.application.as_ref().map(|a| a.health);
+    if health(new) == Some(Health::Degraded) && health(old) != Some(Health::Degraded) {
+        push(
+            ActivityKind::Degraded,
+            format!("{} {} is degraded", new.service, new.environment),
+        );
+    }
+}
+
+/// The state of a cluster as the card shows it: `Some(since)` while unreachable.
+pub fn unreachable_since(state: &SourceState) -> Option<String> {
+    match state {
+        SourceState::Unreachable { since, .. } => Some(since.clone()),
+        _ => None,
     }
 }

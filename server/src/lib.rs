@@ -3,6 +3,7 @@
 
 pub mod auth;
 pub mod config;
+pub mod delivery;
 pub mod error;
 pub mod fleet;
 pub mod routes;

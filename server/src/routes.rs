@@ -4,6 +4,7 @@
 //! registered; the guard enforces it. A route added to the API any other way answers 500 (deny by default):
 //! the outer check refuses any API response that did not pass a guard.
 
+pub mod delivery;
 pub mod fleet;
 pub mod session;
 pub mod spa;
@@ -146,7 +147,8 @@ impl ApiRoutes {
 pub fn api(state: &AppState) -> ApiRoutes {
     let api = ApiRoutes::new("/api/v1", state.clone());
     let api = session::routes(api);
-    fleet::routes(api)
+    let api = fleet::routes(api);
+    delivery::routes(api)
 }
 
 /// The whole application, without a socket, so tests can call it with `oneshot`.

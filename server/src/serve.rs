@@ -12,10 +12,16 @@ use shared::auth::Policy;
 use shared::config::{ClusterConfig, TowerConfig};
 
 use crate::auth::AuthState;
-use crate::fleet::FleetModel;
+use crate::delivery::builds::Builds;
+use crate::delivery::{Delivery, DeliveryConfig};
+use crate::fleet::catalog::Catalog;
+use crate::fleet::code::CodeCache;
+use crate::fleet::{FleetModel, watch};
 use crate::routes::router;
 use crate::state::{AppState, write_limiter};
 use crate::upstream;
+use crate::upstream::argocd::ArgoCd;
+use crate::upstream::github::GithubApp;
 use crate::upstream::github_oauth::OAuthClient;
 
 /// Options of `tower serve`.
@@ -39,6 +45,15 @@ pub struct ServeArgs {
     /// Start the embedded sandbox without metrics (faster start; the Metrics tab then has no data).
     #[arg(long)]
     pub sandbox_no_metrics: bool,
+    /// How much faster than real time the embedded sandbox's simulated platform moves.
+    #[arg(long, default_value_t = 1.0)]
+    pub speed: f64,
+    /// Also generate this many services in the embedded sandbox, for benchmarks.
+    #[arg(long)]
+    pub scale: Option<usize>,
+    /// Seed of the embedded sandbox's random-looking choices.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
 }
 
 /// Runs the server until Ctrl-C.
@@ -48,6 +63,10 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let mut config = if args.sandbox {
         let mut options = sandbox::Options::new(args.sandbox_listen);
         options.metrics = !args.sandbox_no_metrics;
+        options.simulate = sandbox::Simulate::RealTime;
+        options.speed = args.speed;
+        options.scale = args.scale;
+        options.seed = args.seed;
         let sandbox = sandbox::Sandbox::start_with(options)
             .await
             .context("starting the embedded sandbox")?;
@@ -102,11 +121,84 @@ pub async fn build_state(
     let management = config
         .management()
         .context("clusters: no management cluster")?;
-    let client = cluster_client(management).await?;
-    let (components, watch) = upstream::kube::watch_components(client);
-    let fleet = FleetModel::new(components);
-    tokio::spawn(fleet.clone().follow(watch));
+    let management = cluster_client(management).await?;
+    let mut workloads = Vec::new();
+    for (environment, cluster) in config.workload_clusters() {
+        workloads.push((
+            environment.to_string(),
+            cluster.name.clone(),
+            cluster_client(cluster).await?,
+        ));
+    }
+    let workload_clients = workloads
+        .iter()
+        .map(|(environment, _, client)| (environment.clone(), client.clone()))
+        .collect();
+    let builds_client = management.clone();
+    let (stores, sources, dirty_tx, dirty_rx) = watch::start(watch::Clusters {
+        management,
+        workloads,
+        claim_kinds: config
+            .crossplane_claims
+            .iter()
+            .map(|c| watch::ClaimKind {
+                group: c.group.clone(),
+                version: c.version.clone(),
+                kind: c.kind.clone(),
+                plural: c.plural.clone(),
+            })
+            .collect(),
+        component_label: config.labels.component.clone(),
+    });
+    let github_app = match &config.github {
+        Some(github) => Some(GithubApp::new(
+            &github.api_url,
+            github.app_id,
+            &github.app_private_key,
+            github.installation_id,
+        )?),
+        None => None,
+    };
+    let code = github_app.clone().map(CodeCache::new);
+    // Delivery shares the App client with the reads above, so one installation token serves both.
+    let delivery = match (&github_app, &config.github) {
+        (Some(app), Some(github)) => Some(Delivery::new(
+            app.clone(),
+            Builds::start(builds_client, config.labels.component.clone()),
+            DeliveryConfig {
+                organisation: config.organisation.clone(),
+                repository: github.gitops_repository.clone(),
+                public_url: config.public_url.clone(),
+                component_label: config.labels.component.clone(),
+            },
+        )),
+        _ => None,
+    };
+    let catalog = Catalog::default();
+    if let Some(github) = &github_app {
+        catalog.spawn_refresh(
+            github.clone(),
+            config.organisation.clone(),
+            dirty_tx.clone(),
+        );
+    }
+    let fleet = FleetModel::start(
+        stores,
+        config.labels.clone(),
+        sources,
+        code,
+        catalog,
+        dirty_tx,
+        dirty_rx,
+    );
 
+    let argocd = match config.argocd.first() {
+        Some(instance) => Some(ArgoCd::new(
+            &instance.url,
+            SecretString::from(instance.token.clone()),
+        )?),
+        None => None,
+    };
     let github = match &config.github {
         Some(github) => Some(OAuthClient::new(
             github.oauth_authorize_url.clone(),
@@ -138,6 +230,9 @@ pub async fn build_state(
         assets,
         auth,
         write_limiter: write_limiter(),
+        argocd,
+        workload_clients,
+        delivery,
     })
 }
 

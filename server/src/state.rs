@@ -28,4 +28,11 @@ pub struct AppState {
     pub auth: AuthState,
     /// Per-user limit on write attempts.
     pub write_limiter: WriteLimiter,
+    /// Argo CD, for owners' Sync.
+    pub argocd: Option<crate::upstream::argocd::ArgoCd>,
+    /// Workload cluster clients by environment, for owners' pod logs.
+    pub workload_clients: std::collections::BTreeMap<String, kube::Client>,
+    /// Pull requests to `application-repositories` through the GitHub App, green builds and release
+    /// records; absent when no GitHub App is configured.
+    pub delivery: Option<crate::delivery::Delivery>,
 }

@@ -1,22 +1,33 @@
-//! `/api/v1/services…` and the event stream `/api/v1/events`.
+//! The fleet: `/api/v1/services…`, `/api/v1/environments`, `/api/v1/activity`, the event stream
+//! `/api/v1/events`, an owner's Sync, and an owner's live pod logs.
 
 use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
-use futures::Stream;
+use axum::response::{IntoResponse, Response};
+use futures::{AsyncBufReadExt as _, Stream, StreamExt as _};
+use k8s_openapi::api::core::v1::Pod;
+use kube::Api;
+use kube::api::LogParams;
+use serde::Deserialize;
 use shared::auth::Permission;
-use shared::fleet::{FLEET_EVENT_NAME, FleetEvent, ServiceSummary};
+use shared::fleet::{
+    ActivityItem, DatabaseView, EnvironmentView, FLEET_EVENT_NAME, FleetEvent, LOG_EVENT_NAME,
+    ServiceDetail, SyncRequest, SyncResponse,
+};
 use tokio::sync::broadcast::error::RecvError;
 
+use crate::auth::CurrentUser;
 use crate::error::{Error, Result};
 use crate::routes::{Access, ApiRoutes};
 use crate::state::AppState;
 
-/// How long a request waits for the first list of a cold watch cache before answering 503.
-const READY_WAIT: Duration = Duration::from_secs(5);
+/// How long a request waits for the first picture of a cold fleet before answering 503.
+const READY_WAIT: Duration = Duration::from_secs(10);
 
 /// The fleet's routes.
 pub fn routes(api: ApiRoutes) -> ApiRoutes {
@@ -27,31 +38,226 @@ pub fn routes(api: ApiRoutes) -> ApiRoutes {
     )
     .get(
         "/services/{name}",
-        Access::Service(Permission::ReadCatalog),
+        Access::Service(Permission::ReadFleet),
         get_service,
+    )
+    .get(
+        "/services/{name}/databases",
+        Access::Service(Permission::ReadFleet),
+        list_databases,
+    )
+    .post(
+        "/services/{name}/environments/{env}/sync",
+        Access::Service(Permission::Sync),
+        sync,
+    )
+    .get(
+        "/services/{name}/environments/{env}/logs",
+        Access::Service(Permission::ReadLogs),
+        logs,
+    )
+    .get(
+        "/environments",
+        Access::Fleet(Permission::ReadFleet),
+        list_environments,
+    )
+    .get(
+        "/activity",
+        Access::Fleet(Permission::ReadFleet),
+        list_activity,
     )
     .get("/events", Access::Fleet(Permission::ReadCatalog), events)
 }
 
-async fn list_services(State(state): State<AppState>) -> Result<Json<Vec<ServiceSummary>>> {
-    if !state.fleet.wait_until_ready(READY_WAIT).await {
-        return Err(Error::Syncing("services"));
+async fn ready(state: &AppState) -> Result<()> {
+    if state.fleet.wait_until_ready(READY_WAIT).await {
+        Ok(())
+    } else {
+        Err(Error::Syncing("services"))
     }
-    Ok(Json(state.fleet.services()))
+}
+
+/// Served from the list the model serialized (and gzipped) when it last changed: no work per request.
+async fn list_services(State(state): State<AppState>, headers: HeaderMap) -> Result<Response> {
+    ready(&state).await?;
+    let gzip_ok = headers
+        .get(header::ACCEPT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|e| e.trim().starts_with("gzip")));
+    let gzipped = state.fleet.services_json_gzip();
+    if gzip_ok && !gzipped.is_empty() {
+        return Ok((
+            [
+                (header::CONTENT_TYPE, "application/json"),
+                (header::CONTENT_ENCODING, "gzip"),
+                (header::VARY, "accept-encoding"),
+            ],
+            gzipped,
+        )
+            .into_response());
+    }
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/json"),
+            (header::VARY, "accept-encoding"),
+        ],
+        state.fleet.services_json(),
+    )
+        .into_response())
 }
 
 async fn get_service(
     State(state): State<AppState>,
     Path(name): Path<String>,
-) -> Result<Json<ServiceSummary>> {
-    if !state.fleet.wait_until_ready(READY_WAIT).await {
-        return Err(Error::Syncing("services"));
-    }
+) -> Result<Json<ServiceDetail>> {
+    ready(&state).await?;
     state
         .fleet
-        .service(&name)
+        .service_detail(&name)
         .map(Json)
         .ok_or_else(|| Error::NotFound(format!("service {name}")))
+}
+
+/// Database error texts only go to those who may read them (the service's owners).
+async fn list_databases(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Path(name): Path<String>,
+) -> Result<Json<Vec<DatabaseView>>> {
+    ready(&state).await?;
+    let owner = state.fleet.service(&name).map(|s| s.owner);
+    let with_errors = state
+        .auth
+        .policy
+        .decide(
+            user.as_ref(),
+            Permission::ReadDatabaseErrors,
+            owner.as_deref(),
+        )
+        .allowed();
+    Ok(Json(state.fleet.databases(&name, with_errors)))
+}
+
+async fn list_environments(State(state): State<AppState>) -> Json<Vec<EnvironmentView>> {
+    let sources = state.fleet.sources();
+    Json(
+        sources
+            .into_iter()
+            .filter_map(|source| {
+                Some(EnvironmentView {
+                    name: source.environment.clone()?,
+                    source,
+                })
+            })
+            .collect(),
+    )
+}
+
+async fn list_activity(State(state): State<AppState>) -> Json<Vec<ActivityItem>> {
+    Json(state.fleet.activity())
+}
+
+#[derive(Deserialize)]
+struct ServiceEnvironment {
+    name: String,
+    env: String,
+}
+
+async fn sync(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Path(ServiceEnvironment { name, env }): Path<ServiceEnvironment>,
+    body: Option<Json<SyncRequest>>,
+) -> Result<Json<SyncResponse>> {
+    let request = body.map(|Json(b)| b).unwrap_or_default();
+    let application = state
+        .fleet
+        .service_detail(&name)
+        .and_then(|d| d.cards.into_iter().find(|c| c.environment == env))
+        .and_then(|c| c.application)
+        .ok_or_else(|| Error::NotFound(format!("an Argo CD application for {name} in {env}")))?;
+    let argocd = state
+        .argocd
+        .as_ref()
+        .ok_or(Error::NotConfigured("Argo CD"))?;
+    let login = user.map(|u| u.login).unwrap_or_default();
+    let message = argocd
+        .sync(&application.name, request.force)
+        .await
+        .map_err(|error| Error::Upstream("Argo CD", error.to_string()))?;
+    tracing::info!(target: "audit", user = %login, action = "sync", target = %application.name, force = request.force, "sync requested");
+    Ok(Json(SyncResponse {
+        application: application.name,
+        message,
+    }))
+}
+
+#[derive(Deserialize)]
+struct LogQuery {
+    pod: String,
+    container: Option<String>,
+    #[serde(default)]
+    follow: bool,
+    #[serde(default)]
+    previous: bool,
+    tail: Option<i64>,
+}
+
+/// Streams one pod's log as SSE. Only pods of this service in this environment can be read.
+async fn logs(
+    State(state): State<AppState>,
+    Path(ServiceEnvironment { name, env }): Path<ServiceEnvironment>,
+    Query(query): Query<LogQuery>,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
+    let card = state
+        .fleet
+        .service_detail(&name)
+        .and_then(|d| d.cards.into_iter().find(|c| c.environment == env))
+        .ok_or_else(|| Error::NotFound(format!("service {name} in {env}")))?;
+    let pod = card
+        .pods
+        .iter()
+        .find(|p| p.name == query.pod)
+        .ok_or_else(|| Error::BadRequest {
+            field: "pod",
+            message: format!("{} is not a pod of {name} in {env}", query.pod),
+        })?;
+    if let Some(container) = &query.container
+        && !pod.containers.contains(container)
+    {
+        return Err(Error::BadRequest {
+            field: "container",
+            message: format!("{} has no container {container}", pod.name),
+        });
+    }
+    let client = state
+        .workload_clients
+        .get(&env)
+        .cloned()
+        .ok_or_else(|| Error::NotFound(format!("environment {env}")))?;
+    let namespace = state
+        .fleet
+        .pod_namespace(&env, &pod.name)
+        .unwrap_or_else(|| name.clone());
+    let pods: Api<Pod> = Api::namespaced(client, &namespace);
+    let params = LogParams {
+        container: query.container.clone(),
+        follow: query.follow,
+        previous: query.previous,
+        tail_lines: Some(query.tail.unwrap_or(200).clamp(1, 5000)),
+        timestamps: true,
+        ..LogParams::default()
+    };
+    let lines = pods
+        .log_stream(&pod.name, &params)
+        .await
+        .map_err(|error| Error::Upstream("the cluster", error.to_string()))?
+        .lines();
+    let stream = lines
+        .take_while(|line| std::future::ready(line.is_ok()))
+        .filter_map(|line| std::future::ready(line.ok()))
+        .map(|line| Ok(Event::default().event(LOG_EVENT_NAME).data(line)));
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }
 
 /// One Server-Sent-Events stream per browser: a snapshot first, then deltas. A browser that falls too far
@@ -63,14 +269,12 @@ async fn events(
     let fleet = state.fleet.clone();
     let stream = async_stream::stream! {
         if fleet.wait_until_ready(READY_WAIT).await {
-            yield Ok(fleet_event(&FleetEvent::Snapshot { services: fleet.services() }));
+            yield Ok(fleet_event(&fleet.snapshot()));
         }
         loop {
             match deltas.recv().await {
                 Ok(delta) => yield Ok(fleet_event(&delta)),
-                Err(RecvError::Lagged(_)) => {
-                    yield Ok(fleet_event(&FleetEvent::Snapshot { services: fleet.services() }));
-                }
+                Err(RecvError::Lagged(_)) => yield Ok(fleet_event(&fleet.snapshot())),
                 Err(RecvError::Closed) => break,
             }
         }
@@ -79,7 +283,7 @@ async fn events(
 }
 
 fn fleet_event(delta: &FleetEvent) -> Event {
-    // Serializing our own enum of strings cannot fail; an empty object is a harmless fallback all the same.
+    // Serializing our own types cannot fail; an empty object is a harmless fallback all the same.
     let data = serde_json::to_string(delta).unwrap_or_else(|_| "{}".into());
     Event::default().event(FLEET_EVENT_NAME).data(data)
 }

@@ -4,7 +4,9 @@ use std::time::Duration;
 
 use futures::StreamExt as _;
 use shared::crd::{Component, ComponentSpec, TemplateRef};
-use shared::fleet::{FleetEvent, ServiceSummary};
+use shared::fleet::{
+    DeploymentCard, FleetEvent, Health, ServiceDetail, ServiceSummary, SyncStatus,
+};
 
 use axum::http::Method;
 
@@ -58,7 +60,7 @@ async fn one_service_by_name_or_a_404_naming_it() {
     let app = TestApp::start().await;
     let (status, body) = app.get_json("/api/v1/services/ledger").await;
     assert_eq!(status, 200);
-    assert_eq!(body["owner"], "payments");
+    assert_eq!(body["summary"]["owner"], "payments");
 
     let (status, body) = app.get_json("/api/v1/services/nope").await;
     assert_eq!(status, 404);
@@ -90,19 +92,21 @@ async fn the_event_stream_starts_with_a_snapshot_then_carries_changes_from_the_c
     };
 
     match next_event().await {
-        FleetEvent::Snapshot { services } => assert_eq!(services.len(), 8),
+        FleetEvent::Snapshot { services, .. } => assert_eq!(services.len(), 8),
         other => panic!("expected a snapshot first, got {other:?}"),
     }
 
     let management = app.sandbox.cluster("management").unwrap();
     management.create_typed(&inventory()).unwrap();
-    match next_event().await {
-        FleetEvent::ServiceUpserted { service } => {
-            assert_eq!(service.name, "inventory");
-            assert_eq!(service.template, "go-service@1.4.0");
+    // Other deltas (cards completing as repository facts arrive) may come first.
+    let service = loop {
+        if let FleetEvent::ServiceUpserted { service } = next_event().await
+            && service.name == "inventory"
+        {
+            break service;
         }
-        other => panic!("expected the new service, got {other:?}"),
-    }
+    };
+    assert_eq!(service.template, "go-service@1.4.0");
 
     management
         .delete(
@@ -112,11 +116,278 @@ async fn the_event_stream_starts_with_a_snapshot_then_carries_changes_from_the_c
             "inventory",
         )
         .unwrap();
-    assert_eq!(
-        next_event().await,
-        FleetEvent::ServiceRemoved {
-            name: "inventory".into()
+    loop {
+        if next_event().await
+            == (FleetEvent::ServiceRemoved {
+                name: "inventory".into(),
+            })
+        {
+            break;
         }
-    );
+    }
     assert!(app.fleet.service("inventory").is_none());
+}
+
+/// Reads one card of `service` in `env` as a guest, waiting for facts fetched in the background (the
+/// repository's commits and migrations) to arrive.
+async fn card_eventually(
+    app: &TestApp,
+    service: &str,
+    env: &str,
+    ready: impl Fn(&DeploymentCard) -> bool,
+) -> DeploymentCard {
+    card_within(app, service, env, Duration::from_secs(10), ready).await
+}
+
+/// As [`card_eventually`], waiting at most `limit`.
+async fn card_within(
+    app: &TestApp,
+    service: &str,
+    env: &str,
+    limit: Duration,
+    ready: impl Fn(&DeploymentCard) -> bool,
+) -> DeploymentCard {
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        let (status, body) = app.get_json(&format!("/api/v1/services/{service}")).await;
+        assert_eq!(status, 200);
+        let detail: ServiceDetail = serde_json::from_value(body).unwrap();
+        let card = detail.cards.into_iter().find(|c| c.environment == env);
+        match card {
+            Some(card) if ready(&card) || tokio::time::Instant::now() > deadline => return card,
+            None if tokio::time::Instant::now() > deadline => panic!("no {env} card for {service}"),
+            _ => {}
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn card_warns_when_code_ships_a_migration_the_database_lacks() {
+    let app = TestApp::start().await;
+    let card = card_eventually(&app, "payments", "prod", |c| {
+        c.schema.as_ref().is_some_and(|s| s.code_version.is_some())
+    })
+    .await;
+    let schema = card.schema.expect("payments has a database");
+    assert_eq!(schema.applied_version.as_deref(), Some("0003"));
+    assert_eq!(schema.code_version.as_deref(), Some("0004"));
+    assert!(schema.behind);
+    assert_eq!(schema.missing_migrations, ["0004_add_refund_reference.sql"]);
+    // Dev runs the same migrations it ships.
+    let dev = card_eventually(&app, "payments", "dev", |c| {
+        c.schema.as_ref().is_some_and(|s| s.code_version.is_some())
+    })
+    .await;
+    assert!(!dev.schema.expect("dev database").behind);
+}
+
+#[tokio::test]
+async fn cards_show_the_fixture_problems_where_they_are() {
+    let app = TestApp::start().await;
+    let stale = card_eventually(&app, "checkout", "prod", |_| true).await;
+    assert!(
+        stale.secrets.iter().any(|s| s.stale && !s.ready),
+        "{:?}",
+        stale.secrets
+    );
+
+    let composition = card_eventually(&app, "catalog", "dev", |_| true).await;
+    let claim = composition.cloud_resources.first().expect("a claim");
+    assert!(!claim.synced);
+    assert!(
+        claim
+            .message
+            .as_deref()
+            .unwrap_or_default()
+            .contains("cannot compose")
+    );
+
+    let crash = card_eventually(&app, "recommendations", "dev", |_| true).await;
+    assert!(
+        crash
+            .pods
+            .iter()
+            .any(|p| p.waiting_reason.as_deref() == Some("CrashLoopBackOff") && p.restarts >= 7)
+    );
+    assert_eq!(crash.application.expect("app").health, Health::Degraded);
+
+    let out_of_sync = card_eventually(&app, "catalog", "prod", |_| true).await;
+    assert_eq!(
+        out_of_sync.application.expect("app").sync,
+        SyncStatus::OutOfSync
+    );
+}
+
+#[tokio::test]
+async fn a_card_says_what_changed_since_the_previous_version() {
+    let app = TestApp::start().await;
+    let card = card_eventually(&app, "payments", "prod", |c| !c.changes.is_empty()).await;
+    let release = card.release.expect("a release");
+    assert_eq!(
+        card.running_version.as_deref(),
+        Some(release.version.as_str())
+    );
+    assert!(card.previous_version.is_some());
+    assert_eq!(
+        card.changes.first().map(|c| c.sha.as_str()),
+        Some(release.version.as_str())
+    );
+    assert_eq!(card.changes.len(), 1, "{:?}", card.changes);
+    let rollout = card.rollout.expect("a rollout");
+    assert_eq!(rollout.steps.len(), 5);
+    assert_eq!(
+        card.application.expect("app").external_urls,
+        ["https://payments.acme.example"]
+    );
+}
+
+/// Requests the sandbox's Kubernetes APIs and Argo CD have received so far.
+fn upstream_requests(app: &TestApp) -> u64 {
+    let kube: u64 = sandbox::CLUSTERS
+        .iter()
+        .filter_map(|c| app.sandbox.cluster(c))
+        .map(|c| c.request_count())
+        .sum();
+    kube + app.sandbox.argocd().request_count()
+}
+
+#[tokio::test]
+async fn page_views_cost_the_upstreams_nothing() {
+    let app = TestApp::start().await;
+    // Let the first picture complete, including repository facts.
+    card_eventually(&app, "payments", "prod", |c| !c.changes.is_empty()).await;
+    let before = upstream_requests(&app);
+    for view in 0..50 {
+        let service = ["payments", "checkout", "search", "ledger", "cart"][view % 5];
+        assert_eq!(app.get_json("/api/v1/services").await.0, 200);
+        assert_eq!(
+            app.get_json(&format!("/api/v1/services/{service}")).await.0,
+            200
+        );
+        assert_eq!(
+            app.get_json(&format!("/api/v1/services/{service}/databases"))
+                .await
+                .0,
+            200
+        );
+        assert_eq!(app.get_json("/api/v1/environments").await.0, 200);
+    }
+    let after = upstream_requests(&app);
+    println!("upstream requests: {before} for the long-lived watches, {after} after 50 page views");
+    assert_eq!(after, before, "page views reached the upstreams");
+}
+
+#[tokio::test]
+async fn an_unreachable_cluster_marks_its_cards_while_the_others_keep_updating() {
+    let app = TestApp::start().await;
+    let prod = app.sandbox.cluster("prod").unwrap();
+    let dev = app.sandbox.cluster("dev").unwrap();
+    prod.set_reachable(false);
+    let down = card_eventually(&app, "payments", "prod", |c| c.unreachable_since.is_some()).await;
+    let since = down.unreachable_since.expect("prod is unreachable");
+    assert!(since.parse::<jiff::Timestamp>().is_ok(), "{since}");
+    let (_, environments) = app.get_json("/api/v1/environments").await;
+    let prod_state = environments
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "prod")
+        .unwrap()["source"]["state"]["state"]
+        .clone();
+    assert_eq!(prod_state, "unreachable");
+
+    // Dev still updates: a pod's restart count moves on the dev card.
+    let pods = dev.list("v1", "Pod");
+    let mut pod = pods
+        .into_iter()
+        .find(|p| p["metadata"]["labels"]["platform.tower.dev/component"] == "cart")
+        .unwrap();
+    pod["status"]["containerStatuses"][0]["restartCount"] = 3.into();
+    dev.apply(pod).unwrap();
+    let cart = card_eventually(&app, "cart", "dev", |c| {
+        c.pods.iter().any(|p| p.restarts == 3)
+    })
+    .await;
+    assert!(cart.unreachable_since.is_none());
+    assert!(cart.pods.iter().any(|p| p.restarts == 3));
+
+    // Back up: the cards recover without restarting Tower.
+    prod.set_reachable(true);
+    // The watches retry with exponential backoff (at most 30 s between tries).
+    let started = std::time::Instant::now();
+    let recovered = card_within(&app, "payments", "prod", Duration::from_secs(40), |c| {
+        c.unreachable_since.is_none()
+    })
+    .await;
+    assert!(
+        recovered.unreachable_since.is_none(),
+        "prod never recovered"
+    );
+    println!(
+        "prod recovered {:.1} s after coming back",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[tokio::test]
+async fn an_owner_sync_reaches_argo_cd_exactly_once_and_a_guest_sync_is_refused() {
+    let app = TestApp::start().await;
+    let path = "/api/v1/services/payments/environments/prod/sync";
+    let guest = app.send_as(&Role::Guest, Method::POST, path).await;
+    assert_eq!(guest.status(), 403);
+    let other_team = app.send_as(&Role::OtherTeam, Method::POST, path).await;
+    assert_eq!(other_team.status(), 403);
+    assert!(app.sandbox.argocd().sync_requests().is_empty());
+
+    let owner = app.send_as(&Role::Owner, Method::POST, path).await;
+    assert_eq!(owner.status(), 200);
+    let requests = app.sandbox.argocd().sync_requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].app, "payments-prod");
+    assert!(!requests[0].force && !requests[0].dry_run);
+}
+
+#[tokio::test]
+async fn the_service_list_is_sent_gzipped_to_clients_that_accept_it() {
+    use std::io::Read as _;
+    let app = TestApp::start().await;
+    let cookie = app.session_cookie(Role::Guest.identity().unwrap());
+    let response = app
+        .get(
+            "/api/v1/services",
+            &[("cookie", &cookie), ("accept-encoding", "gzip, br")],
+        )
+        .await;
+    assert_eq!(response.headers()["content-encoding"], "gzip");
+    let bytes = http_body_util::BodyExt::collect(response.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
+    let mut json = String::new();
+    flate2::read::GzDecoder::new(&bytes[..])
+        .read_to_string(&mut json)
+        .unwrap();
+    let services: Vec<ServiceSummary> = serde_json::from_str(&json).unwrap();
+    assert_eq!(services.len(), 8);
+}
+
+#[tokio::test]
+async fn the_header_reads_the_repositorys_catalog_info() {
+    let app = TestApp::start().await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let catalog = loop {
+        let (_, body) = app.get_json("/api/v1/services/payments").await;
+        let detail: ServiceDetail = serde_json::from_value(body).unwrap();
+        if let Some(catalog) = detail.summary.catalog {
+            break catalog;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the catalog was never read"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(catalog.kind.as_deref(), Some("service"));
+    assert!(catalog.lifecycle.is_some());
 }

@@ -2,7 +2,9 @@
 #![allow(clippy::unwrap_used)]
 
 mod auth;
+mod delivery;
 mod fleet;
+mod secrets;
 mod spa;
 
 use std::time::Duration;
@@ -13,14 +15,11 @@ use axum::http::Method;
 use axum::http::{Request, Response};
 use axum::response::IntoResponse as _;
 use axum_extra::extract::PrivateCookieJar;
-use axum_extra::extract::cookie::Key;
 use http_body_util::BodyExt as _;
-use server::auth::AuthState;
 use server::fleet::FleetModel;
 use server::routes::router;
 use server::state::AppState;
-use server::state::write_limiter;
-use shared::auth::{AccountKind, Identity, Policy};
+use shared::auth::{AccountKind, Identity};
 use tower::ServiceExt as _;
 
 /// The kinds of user the route × role matrix walks.
@@ -76,16 +75,6 @@ impl TestApp {
         let sandbox = sandbox::Sandbox::start("127.0.0.1:0".parse().unwrap())
             .await
             .unwrap();
-        let client =
-            server::upstream::kube::client_for_url(&sandbox.cluster_url("management"), None)
-                .unwrap();
-        let (components, watch) = server::upstream::kube::watch_components(client);
-        let fleet = FleetModel::new(components);
-        tokio::spawn(fleet.clone().follow(watch));
-        assert!(
-            fleet.wait_until_ready(Duration::from_secs(10)).await,
-            "fleet never synced"
-        );
 
         let assets = tempfile::tempdir().unwrap();
         let dir = assets.path();
@@ -105,22 +94,16 @@ impl TestApp {
         std::fs::write(dir.join("assets/tower-0123456789abcdef.js.gz"), "gzip js").unwrap();
         std::fs::write(dir.join("favicon.svg"), "<svg/>").unwrap();
 
-        let auth = AuthState {
-            key: Key::generate(),
-            policy: Policy::default(),
-            admins: ["root".to_string()].into(),
-            session_ttl: Duration::from_secs(3600),
-            secure_cookies: false,
-            public_origin: "http://tower.test".into(),
-            github: None,
-            sandbox: true,
-        };
-        let state = AppState {
-            fleet: fleet.clone(),
-            assets: dir.to_path_buf(),
-            auth,
-            write_limiter: write_limiter(),
-        };
+        let mut config = sandbox.tower_config("127.0.0.1:0".parse().unwrap());
+        config.public_url = "http://tower.test".into();
+        let state = server::serve::build_state(&config, dir.to_path_buf(), true)
+            .await
+            .unwrap();
+        let fleet = state.fleet.clone();
+        assert!(
+            fleet.wait_until_ready(Duration::from_secs(10)).await,
+            "fleet never synced"
+        );
         Self {
             router: router(state.clone()),
             state,

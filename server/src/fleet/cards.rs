@@ -1,0 +1,511 @@
+//! Deployment cards from the objects the watch caches hold. Pure functions over upstream shapes (Argo CD
+//! Applications, Argo Rollouts, Pods, External Secrets, Crossplane claims, platform resources), so every rule
+//! a user sees — drift, stale secrets, a schema behind its code — is tested here without a cluster.
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::DynamicObject;
+use serde_json::Value;
+use shared::crd::{DatabaseSchema, Release};
+use shared::fleet::{
+    ApplicationView, CloudResourceView, CommitView, DeploymentCard, EnvironmentCell, Health,
+    OperationView, PodView, ReleaseView, RolloutStep, RolloutView, SchemaView, SecretView,
+    SyncStatus,
+};
+
+/// Everything known about one service in one environment.
+#[derive(Debug, Default)]
+pub struct CardInputs<'a> {
+    /// The service.
+    pub service: &'a str,
+    /// The environment.
+    pub environment: &'a str,
+    /// Its Release here.
+    pub release: Option<&'a Release>,
+    /// Its Argo CD Application here (`argoproj.io/v1alpha1`).
+    pub application: Option<&'a DynamicObject>,
+    /// Its Argo Rollout.
+    pub rollout: Option<&'a DynamicObject>,
+    /// Its pods.
+    pub pods: Vec<&'a Pod>,
+    /// The DatabaseSchema of its bound database here.
+    pub schema: Option<&'a DatabaseSchema>,
+    /// Its External Secrets.
+    pub secrets: Vec<&'a DynamicObject>,
+    /// Its Crossplane claims.
+    pub claims: Vec<&'a DynamicObject>,
+    /// Since when the environment's cluster is unreachable.
+    pub unreachable_since: Option<String>,
+    /// Commits between the previous and the running version, when fetched.
+    pub changes: Vec<CommitView>,
+    /// Migration files in the running version's code, when fetched.
+    pub migrations_in_code: Option<Vec<String>>,
+    /// Now, for staleness.
+    pub now: Option<jiff::Timestamp>,
+}
+
+fn text<'a>(value: &'a Value, path: &[&str]) -> Option<&'a str> {
+    path.iter()
+        .try_fold(value, |v, key| v.get(key))
+        .and_then(Value::as_str)
+}
+
+fn number(value: &Value, path: &[&str]) -> Option<i64> {
+    path.iter()
+        .try_fold(value, |v, key| v.get(key))
+        .and_then(Value::as_i64)
+}
+
+fn list<'a>(value: &'a Value, path: &[&str]) -> &'a [Value] {
+    path.iter()
+        .try_fold(value, |v, key| v.get(key))
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+}
+
+/// The condition of `kind` in `status.conditions`, as (status == "True", message).
+fn condition(object: &Value, kind: &str) -> Option<(bool, Option<String>)> {
+    list(object, &["status", "conditions"])
+        .iter()
+        .find(|c| text(c, &["type"]) == Some(kind))
+        .map(|c| {
+            (
+                text(c, &["status"]) == Some("True"),
+                text(c, &["message"]).map(str::to_string),
+            )
+        })
+}
+
+/// The short (7-hex) form of a commit id, which versions and image tags use.
+pub fn short(sha: &str) -> String {
+    sha.chars().take(7).collect()
+}
+
+/// The tag of an image reference (`repo:tag`), ignoring a digest.
+pub fn image_tag(image: &str) -> Option<&str> {
+    let without_digest = image.split('@').next().unwrap_or(image);
+    let last_segment = without_digest.rsplit('/').next().unwrap_or(without_digest);
+    last_segment.split_once(':').map(|(_, tag)| tag)
+}
+
+/// Parses a Go duration (`1h0m0s`, `30s`, `2m`) into seconds.
+pub fn go_duration_seconds(text: &str) -> Option<i64> {
+    let mut total = 0i64;
+    let mut digits = String::new();
+    for ch in text.chars() {
+        if ch.is_ascii_digit() {
+            digits.push(ch);
+            continue;
+        }
+        let value: i64 = digits.parse().ok()?;
+        digits.clear();
+        total += value
+            * match ch {
+                'h' => 3600,
+                'm' => 60,
+                's' => 1,
+                _ => return None,
+            };
+    }
+    digits.is_empty().then_some(total)
+}
+
+fn release_view(release: &Release) -> ReleaseView {
+    let spec = &release.spec;
+    ReleaseView {
+        version: spec.version.clone(),
+        image: format!("{}:{}", spec.image.repository, spec.image.tag),
+        chart_revision: spec.chart.revision.clone(),
+        auto_deploy: spec.auto_deploy,
+        databases: spec.databases.iter().map(|b| b.database.clone()).collect(),
+    }
+}
+
+fn name_of(object: &DynamicObject) -> String {
+    object.metadata.name.clone().unwrap_or_default()
+}
+
+fn application_view(object: &DynamicObject) -> ApplicationView {
+    let app = &object.data;
+    let operation = app
+        .get("status")
+        .and_then(|s| s.get("operationState"))
+        .map(|op| OperationView {
+            phase: text(op, &["phase"]).unwrap_or("Unknown").to_string(),
+            message: text(op, &["message"]).map(str::to_string),
+            started_at: text(op, &["startedAt"]).map(str::to_string),
+            finished_at: text(op, &["finishedAt"]).map(str::to_string),
+        });
+    ApplicationView {
+        name: name_of(object),
+        sync: SyncStatus::parse(text(app, &["status", "sync", "status"]).unwrap_or_default()),
+        revision: text(app, &["status", "sync", "revision"]).map(str::to_string),
+        health: Health::parse(text(app, &["status", "health", "status"]).unwrap_or_default()),
+        health_message: text(app, &["status", "health", "message"]).map(str::to_string),
+        operation,
+        external_urls: list(app, &["status", "summary", "externalURLs"])
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect(),
+        reconciled_at: text(app, &["status", "reconciledAt"]).map(str::to_string),
+    }
+}
+
+/// The version that ran before the current one: the newest history entry with another revision.
+fn previous_version(app: &Value) -> Option<String> {
+    let history = list(app, &["status", "history"]);
+    let current = history.last().and_then(|h| text(h, &["revision"]))?;
+    history
+        .iter()
+        .rev()
+        .filter_map(|h| text(h, &["revision"]))
+        .find(|revision| *revision != current)
+        .map(short)
+}
+
+fn rollout_view(object: &DynamicObject) -> RolloutView {
+    let rollout = &object.data;
+    let steps = list(rollout, &["spec", "strategy", "canary", "steps"])
+        .iter()
+        .map(|step| {
+            if let Some(weight) = number(step, &["setWeight"]) {
+                RolloutStep::SetWeight {
+                    weight: u32::try_from(weight).unwrap_or_default(),
+                }
+            } else if let Some(pause) = step.get("pause") {
+                RolloutStep::Pause {
+                    duration: pause.get("duration").map(|d| match d {
+                        Value::String(s) => s.clone(),
+                        other => format!("{other}s"),
+                    }),
+                }
+            } else {
+                RolloutStep::Other {
+                    name: step
+                        .as_object()
+                        .and_then(|o| o.keys().next().cloned())
+                        .unwrap_or_else(|| "step".into()),
+                }
+            }
+        })
+        .collect();
+    let count = |path: &[&str]| {
+        u32::try_from(number(rollout, path).unwrap_or_default()).unwrap_or_default()
+    };
+    RolloutView {
+        name: name_of(object),
+        phase: text(rollout, &["status", "phase"])
+            .unwrap_or("Unknown")
+            .to_string(),
+        message: text(rollout, &["status", "message"]).map(str::to_string),
+        steps,
+        current_step: number(rollout, &["status", "currentStepIndex"])
+            .and_then(|i| usize::try_from(i).ok()),
+        replicas: count(&["spec", "replicas"]).max(count(&["status", "replicas"])),
+        ready_replicas: count(&["status", "readyReplicas"]),
+        updated_replicas: count(&["status", "updatedReplicas"]),
+    }
+}
+
+fn pod_view(pod: &Pod) -> PodView {
+    let status = pod.status.as_ref();
+    let containers = status
+        .and_then(|s| s.container_statuses.as_deref())
+        .unwrap_or_default();
+    PodView {
+        name: pod.metadata.name.clone().unwrap_or_default(),
+        phase: status
+            .and_then(|s| s.phase.clone())
+            .unwrap_or_else(|| "Unknown".into()),
+        ready: !containers.is_empty() && containers.iter().all(|c| c.ready),
+        restarts: containers
+            .iter()
+            .map(|c| u32::try_from(c.restart_count).unwrap_or_default())
+            .sum(),
+        image: pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.containers.first())
+            .and_then(|c| c.image.clone())
+            .unwrap_or_default(),
+        waiting_reason: containers
+            .iter()
+            .find_map(|c| c.state.as_ref()?.waiting.as_ref()?.reason.clone()),
+        containers: pod
+            .spec
+            .as_ref()
+            .map(|s| s.containers.iter().map(|c| c.name.clone()).collect())
+            .unwrap_or_default(),
+        started_at: status
+            .and_then(|s| s.start_time.as_ref())
+            .map(|t| t.0.to_string()),
+    }
+}
+
+/// The version the pods run, when they all run the same image tag.
+fn running_version(pods: &[PodView]) -> Option<String> {
+    let mut tags = pods.iter().filter_map(|p| image_tag(&p.image));
+    let first = tags.next()?;
+    tags.all(|t| t == first).then(|| first.to_string())
+}
+
+/// The schema version of a migration file (`0004_add_x.sql` → `0004`).
+pub fn migration_version(file: &str) -> &str {
+    file.split('_').next().unwrap_or(file)
+}
+
+fn schema_view(schema: &DatabaseSchema, migrations_in_code: Option<&[String]>) -> SchemaView {
+    let status = schema.status.as_ref();
+    let applied = status.and_then(|s| s.applied_version.clone());
+    let code_version = migrations_in_code
+        .and_then(|m| m.iter().map(|f| migration_version(f)).max())
+        .map(str::to_string);
+    let missing: Vec<String> = migrations_in_code
+        .unwrap_or_default()
+        .iter()
+        .filter(|f| applied.as_deref().is_none_or(|a| migration_version(f) > a))
+        .cloned()
+        .collect();
+    SchemaView {
+        database: schema.spec.database.clone(),
+        applied_version: applied,
+        code_version,
+        behind: !missing.is_empty(),
+        missing_migrations: missing,
+        failed_check: status.and_then(|s| {
+            s.checks
+                .iter()
+                .find(|c| c.state == shared::crd::CheckState::Failed)
+                .map(|c| c.name.clone())
+        }),
+    }
+}
+
+fn secret_view(object: &DynamicObject, now: Option<jiff::Timestamp>) -> SecretView {
+    let secret = &object.data;
+    let (ready, message) = condition(secret, "Ready").unwrap_or((false, None));
+    let refreshed_at = text(secret, &["status", "refreshTime"]).map(str::to_string);
+    let refresh_interval = text(secret, &["spec", "refreshInterval"]).map(str::to_string);
+    let stale = match (
+        now,
+        refreshed_at.as_deref(),
+        refresh_interval.as_deref().and_then(go_duration_seconds),
+    ) {
+        (Some(now), Some(at), Some(interval)) if interval > 0 => at
+            .parse::<jiff::Timestamp>()
+            .is_ok_and(|at| now.as_second() - at.as_second() > interval),
+        _ => false,
+    };
+    SecretView {
+        name: name_of(object),
+        ready,
+        refreshed_at,
+        refresh_interval,
+        stale,
+        message: if ready { None } else { message },
+    }
+}
+
+fn claim_view(object: &DynamicObject) -> CloudResourceView {
+    let claim = &object.data;
+    let (ready, ready_message) = condition(claim, "Ready").unwrap_or((false, None));
+    let (synced, synced_message) = condition(claim, "Synced").unwrap_or((false, None));
+    let message = if !synced {
+        synced_message
+    } else if !ready {
+        ready_message
+    } else {
+        None
+    };
+    CloudResourceView {
+        kind: object
+            .types
+            .as_ref()
+            .map(|t| t.kind.clone())
+            .unwrap_or_default(),
+        name: name_of(object),
+        ready,
+        synced,
+        message,
+    }
+}
+
+/// The card for one service in one environment.
+pub fn card(inputs: CardInputs<'_>) -> DeploymentCard {
+    let mut pods: Vec<PodView> = inputs.pods.iter().map(|p| pod_view(p)).collect();
+    pods.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut secrets: Vec<SecretView> = inputs
+        .secrets
+        .iter()
+        .map(|s| secret_view(s, inputs.now))
+        .collect();
+    secrets.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut cloud_resources: Vec<CloudResourceView> =
+        inputs.claims.iter().map(|c| claim_view(c)).collect();
+    cloud_resources.sort_by(|a, b| a.name.cmp(&b.name));
+    DeploymentCard {
+        service: inputs.service.to_string(),
+        environment: inputs.environment.to_string(),
+        unreachable_since: inputs.unreachable_since,
+        release: inputs.release.map(release_view),
+        running_version: running_version(&pods),
+        previous_version: inputs.application.and_then(|a| previous_version(&a.data)),
+        changes: inputs.changes,
+        application: inputs.application.map(application_view),
+        rollout: inputs.rollout.map(rollout_view),
+        schema: inputs
+            .schema
+            .map(|s| schema_view(s, inputs.migrations_in_code.as_deref())),
+        pods,
+        secrets,
+        cloud_resources,
+    }
+}
+
+/// The Overview cell summarising a card.
+pub fn cell(card: &DeploymentCard) -> EnvironmentCell {
+    let sync = card
+        .application
+        .as_ref()
+        .map(|a| a.sync)
+        .unwrap_or_default();
+    let health = card
+        .application
+        .as_ref()
+        .map(|a| a.health)
+        .unwrap_or_default();
+    let wanted = card.release.as_ref().map(|r| r.version.as_str());
+    let running = card.running_version.as_deref();
+    let version_drift = matches!((wanted, running), (Some(w), Some(r)) if w != r);
+    EnvironmentCell {
+        environment: card.environment.clone(),
+        version: card
+            .running_version
+            .clone()
+            .or_else(|| wanted.map(str::to_string)),
+        sync,
+        health,
+        drift: version_drift || sync == SyncStatus::OutOfSync,
+        unreachable_since: card.unreachable_since.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn go_durations_parse() {
+        assert_eq!(go_duration_seconds("1h0m0s"), Some(3600));
+        assert_eq!(go_duration_seconds("30s"), Some(30));
+        assert_eq!(go_duration_seconds("2m"), Some(120));
+        assert_eq!(go_duration_seconds("soon"), None);
+    }
+
+    #[test]
+    fn image_tags_ignore_registry_ports_and_digests() {
+        assert_eq!(image_tag("ghcr.io/acme/payments:9eab324"), Some("9eab324"));
+        assert_eq!(image_tag("registry:5000/acme/x:abc@sha256:ff"), Some("abc"));
+        assert_eq!(image_tag("registry:5000/acme/x"), None);
+    }
+
+    fn object(value: Value) -> DynamicObject {
+        serde_json::from_value(value).expect("a Kubernetes object")
+    }
+
+    #[test]
+    fn a_secret_refreshed_longer_ago_than_its_interval_is_stale() {
+        let secret = object(json!({
+            "apiVersion": "external-secrets.io/v1", "kind": "ExternalSecret",
+            "metadata": {"name": "checkout-app"},
+            "spec": {"refreshInterval": "1h0m0s"},
+            "status": {"refreshTime": "2026-11-30T04:00:00Z",
+                       "conditions": [{"type": "Ready", "status": "False", "message": "AccessDenied"}]}
+        }));
+        let now: jiff::Timestamp = "2026-11-30T09:00:00Z".parse().expect("time");
+        let view = secret_view(&secret, Some(now));
+        assert!(view.stale);
+        assert!(!view.ready);
+        assert_eq!(view.message.as_deref(), Some("AccessDenied"));
+        let fresh: jiff::Timestamp = "2026-11-30T04:30:00Z".parse().expect("time");
+        assert!(!secret_view(&secret, Some(fresh)).stale);
+    }
+
+    #[test]
+    fn a_claim_that_cannot_compose_says_why() {
+        let claim = object(
+            json!({"apiVersion": "database.acme.example/v1alpha1", "kind": "PostgreSQLInstance",
+            "metadata": {"name": "catalog"}, "status": {"conditions": [
+            {"type": "Synced", "status": "False", "message": "cannot compose resources"},
+            {"type": "Ready", "status": "True"}]}}),
+        );
+        let view = claim_view(&claim);
+        assert!(view.ready && !view.synced);
+        assert_eq!(
+            (view.kind.as_str(), view.name.as_str()),
+            ("PostgreSQLInstance", "catalog")
+        );
+        assert_eq!(view.message.as_deref(), Some("cannot compose resources"));
+    }
+
+    fn schema(applied: &str) -> DatabaseSchema {
+        let mut schema = DatabaseSchema::new(
+            "payments-prod",
+            shared::crd::DatabaseSchemaSpec {
+                database: "payments".into(),
+                environment: "prod".into(),
+                version: applied.into(),
+                migrations: vec![],
+            },
+        );
+        schema.status = Some(shared::crd::DatabaseSchemaStatus {
+            applied_version: Some(applied.into()),
+            checks: vec![],
+        });
+        schema
+    }
+
+    #[test]
+    fn card_warns_when_code_ships_a_migration_the_database_lacks() {
+        let code = vec![
+            "0003_index_merchant.sql".to_string(),
+            "0004_add_refund_reference.sql".to_string(),
+        ];
+        let view = schema_view(&schema("0003"), Some(&code));
+        assert!(view.behind);
+        assert_eq!(view.code_version.as_deref(), Some("0004"));
+        assert_eq!(view.missing_migrations, ["0004_add_refund_reference.sql"]);
+        assert!(!schema_view(&schema("0004"), Some(&code)).behind);
+        // Without the code's migrations nothing is claimed.
+        assert!(!schema_view(&schema("0003"), None).behind);
+    }
+
+    #[test]
+    fn the_previous_version_is_the_last_other_revision_in_history() {
+        let app = json!({"status": {"history": [
+            {"revision": "aaaaaaaaaa"}, {"revision": "bbbbbbbbbb"}, {"revision": "bbbbbbbbbb"}]}});
+        assert_eq!(previous_version(&app).as_deref(), Some("aaaaaaa"));
+    }
+
+    #[test]
+    fn a_cell_shows_drift_when_pods_do_not_run_what_the_release_asks() {
+        let mut card = card(CardInputs {
+            service: "payments",
+            environment: "prod",
+            ..Default::default()
+        });
+        card.release = Some(ReleaseView {
+            version: "bbbbbbb".into(),
+            image: "x:bbbbbbb".into(),
+            chart_revision: "bbbbbbb".into(),
+            auto_deploy: false,
+            databases: vec![],
+        });
+        card.running_version = Some("aaaaaaa".into());
+        assert!(cell(&card).drift);
+        card.running_version = Some("bbbbbbb".into());
+        assert!(!cell(&card).drift);
+    }
+}

@@ -1,0 +1,445 @@
+//! The watch caches: one kube-rs reflector per kind per cluster, each marking the services it touches dirty,
+//! and the per-cluster connection state (connected, relisting, unreachable since …) they report.
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::hash::Hash;
+use std::sync::{Arc, Mutex};
+
+use futures::StreamExt as _;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{ApiResource, DynamicObject};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt as _, watcher};
+use kube::{Api, Client, Resource, ResourceExt as _};
+use serde::de::DeserializeOwned;
+use shared::crd::{Component, Database, DatabaseSchema, Release};
+use shared::fleet::{FleetEvent, SourceState, SourceStatus};
+use tokio::sync::{broadcast, mpsc};
+
+use super::{Dirty, Stores, WorkloadStores};
+
+/// A Crossplane claim kind Tower shows on cards.
+#[derive(Debug, Clone)]
+pub struct ClaimKind {
+    /// API group.
+    pub group: String,
+    /// Version.
+    pub version: String,
+    /// Kind.
+    pub kind: String,
+    /// Plural resource name.
+    pub plural: String,
+}
+
+/// The Kubernetes side of the fleet: the management cluster and the workload clusters.
+pub struct Clusters {
+    /// The management cluster's client.
+    pub management: Client,
+    /// `(environment, cluster name, client)` of each workload cluster.
+    pub workloads: Vec<(String, String, Client)>,
+    /// Claim kinds to watch on workload clusters.
+    pub claim_kinds: Vec<ClaimKind>,
+    /// The component label, the only thing a watch needs to know to mark a service.
+    pub component_label: String,
+}
+
+fn argo_resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
+    ApiResource {
+        group: group.into(),
+        version: version.into(),
+        api_version: if group.is_empty() {
+            version.into()
+        } else {
+            format!("{group}/{version}")
+        },
+        kind: kind.into(),
+        plural: plural.into(),
+    }
+}
+
+/// Starts every watch; returns the stores, the per-cluster states and the dirty channel's receiver.
+pub fn start(
+    clusters: Clusters,
+) -> (
+    Stores,
+    Sources,
+    mpsc::UnboundedSender<Dirty>,
+    mpsc::UnboundedReceiver<Dirty>,
+) {
+    let (dirty_tx, dirty_rx) = mpsc::unbounded_channel();
+    let sources = Sources::default();
+    let label = Arc::new(clusters.component_label.clone());
+    let mark_by_label = {
+        let label = label.clone();
+        move |meta: &kube::api::ObjectMeta| {
+            meta.labels
+                .as_ref()
+                .and_then(|l| l.get(label.as_str()).cloned())
+        }
+    };
+
+    let management = sources.register("management", None);
+    spawn_recovery_probe(management.clone(), clusters.management.clone());
+    let m = &clusters.management;
+    let stores = Stores {
+        components: spawn(
+            Api::<Component>::all(m.clone()),
+            (),
+            management.clone(),
+            dirty_tx.clone(),
+            |c: &Component| Some(c.name_any()),
+        ),
+        releases: spawn(
+            Api::<Release>::all(m.clone()),
+            (),
+            management.clone(),
+            dirty_tx.clone(),
+            |r: &Release| Some(r.spec.component.clone()),
+        ),
+        databases: spawn(
+            Api::<Database>::all(m.clone()),
+            (),
+            management.clone(),
+            dirty_tx.clone(),
+            |d: &Database| Some(d.spec.name.clone()),
+        ),
+        schemas: spawn(
+            Api::<DatabaseSchema>::all(m.clone()),
+            (),
+            management.clone(),
+            dirty_tx.clone(),
+            {
+                let mark = mark_by_label.clone();
+                move |s: &DatabaseSchema| {
+                    mark(&s.metadata).or_else(|| Some(s.spec.database.clone()))
+                }
+            },
+        ),
+        applications: {
+            let ar = argo_resource("argoproj.io", "v1alpha1", "Application", "applications");
+            spawn(
+                Api::<DynamicObject>::all_with(m.clone(), &ar),
+                ar,
+                management.clone(),
+                dirty_tx.clone(),
+                {
+                    let mark = mark_by_label.clone();
+                    move |o: &DynamicObject| mark(&o.metadata)
+                },
+            )
+        },
+        workloads: clusters
+            .workloads
+            .iter()
+            .map(|(environment, cluster, client)| {
+                let source = sources.register(cluster, Some(environment.clone()));
+                spawn_recovery_probe(source.clone(), client.clone());
+                let dynamic = |ar: ApiResource| {
+                    spawn(
+                        Api::<DynamicObject>::all_with(client.clone(), &ar),
+                        ar,
+                        source.clone(),
+                        dirty_tx.clone(),
+                        {
+                            let mark = mark_by_label.clone();
+                            move |o: &DynamicObject| mark(&o.metadata)
+                        },
+                    )
+                };
+                let stores = WorkloadStores {
+                    cluster: cluster.clone(),
+                    pods: spawn(
+                        Api::<Pod>::all(client.clone()),
+                        (),
+                        source.clone(),
+                        dirty_tx.clone(),
+                        {
+                            let mark = mark_by_label.clone();
+                            move |p: &Pod| mark(&p.metadata)
+                        },
+                    ),
+                    rollouts: dynamic(argo_resource(
+                        "argoproj.io",
+                        "v1alpha1",
+                        "Rollout",
+                        "rollouts",
+                    )),
+                    secrets: dynamic(argo_resource(
+                        "external-secrets.io",
+                        "v1",
+                        "ExternalSecret",
+                        "externalsecrets",
+                    )),
+                    claims: clusters
+                        .claim_kinds
+                        .iter()
+                        .map(|c| dynamic(argo_resource(&c.group, &c.version, &c.kind, &c.plural)))
+                        .collect(),
+                };
+                (environment.clone(), stores)
+            })
+            .collect(),
+    };
+    (stores, sources, dirty_tx, dirty_rx)
+}
+
+/// How often an unreachable cluster is asked whether it is back.
+const RECOVERY_PROBE_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Watches only say a cluster is back when something changes there, which may be never; so while a cluster
+/// is unreachable, ask it for its version now and then, and call it connected again when it answers. Nothing
+/// is sent while the cluster is fine.
+fn spawn_recovery_probe(source: SourceHandle, client: Client) {
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(RECOVERY_PROBE_EVERY).await;
+            if !source.is_unreachable() {
+                continue;
+            }
+            let answered = tokio::time::timeout(RECOVERY_PROBE_EVERY, client.apiserver_version())
+                .await
+                .is_ok_and(|r| r.is_ok());
+            if answered {
+                source.recovered();
+            }
+        }
+    });
+}
+
+/// Starts one reflector whose events mark `key(object)` dirty and report to `source`.
+fn spawn<K>(
+    api: Api<K>,
+    dyntype: K::DynamicType,
+    source: SourceHandle,
+    dirty: mpsc::UnboundedSender<Dirty>,
+    key: impl Fn(&K) -> Option<String> + Send + 'static,
+) -> Store<K>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Clone + Eq + Hash + Send + Sync + 'static,
+{
+    let writer = reflector::store::Writer::new(dyntype);
+    let reader = writer.as_reader();
+    let watch_id = source.add_watch();
+    let stream = watcher(api, watcher::Config::default())
+        .default_backoff()
+        // Nobody reads managed fields, and they are a large share of each object.
+        .modify(|object: &mut K| {
+            object.meta_mut().managed_fields = None;
+        })
+        .reflect(writer);
+    tokio::spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(watcher::Event::Apply(object) | watcher::Event::Delete(object)) => {
+                    source.healthy(watch_id, SourceState::Connected);
+                    if let Some(service) = key(&object) {
+                        let _ = dirty.send(Dirty::Service(service));
+                    }
+                }
+                Ok(watcher::Event::Init) => source.healthy(watch_id, SourceState::Relisting),
+                Ok(watcher::Event::InitApply(_)) => {}
+                Ok(watcher::Event::InitDone) => {
+                    source.healthy(watch_id, SourceState::Connected);
+                    let _ = dirty.send(Dirty::All);
+                }
+                Err(error) => {
+                    tracing::warn!(cluster = %source.cluster, %error, "watch failed; retrying with backoff");
+                    source.failed(watch_id, &error.to_string());
+                }
+            }
+        }
+    });
+    reader
+}
+
+#[derive(Debug, Clone)]
+struct ClusterState {
+    environment: Option<String>,
+    /// Each watch's state, by id.
+    watches: Vec<SourceState>,
+}
+
+#[derive(Default)]
+struct SourcesInner {
+    clusters: BTreeMap<String, ClusterState>,
+    listener: Option<(broadcast::Sender<FleetEvent>, mpsc::UnboundedSender<Dirty>)>,
+}
+
+/// The connection state of every cluster, rolled up from its watches.
+#[derive(Clone, Default)]
+pub struct Sources {
+    inner: Arc<Mutex<SourcesInner>>,
+}
+
+/// A cluster's handle for its watches to report through.
+#[derive(Clone)]
+pub struct SourceHandle {
+    sources: Sources,
+    cluster: String,
+}
+
+fn roll_up(watches: &[SourceState]) -> SourceState {
+    // Unreachable wins (earliest since); then syncing; then relisting; else connected.
+    if let Some(unreachable) = watches
+        .iter()
+        .filter(|w| matches!(w, SourceState::Unreachable { .. }))
+        .min_by_key(|w| match w {
+            SourceState::Unreachable { since, .. } => since.clone(),
+            _ => String::new(),
+        })
+    {
+        return unreachable.clone();
+    }
+    if watches.contains(&SourceState::Syncing) {
+        return SourceState::Syncing;
+    }
+    if watches.contains(&SourceState::Relisting) {
+        return SourceState::Relisting;
+    }
+    SourceState::Connected
+}
+
+impl Sources {
+    fn lock(&self) -> std::sync::MutexGuard<'_, SourcesInner> {
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Registers a cluster.
+    pub fn register(&self, cluster: &str, environment: Option<String>) -> SourceHandle {
+        self.lock().clusters.insert(
+            cluster.to_string(),
+            ClusterState {
+                environment,
+                watches: Vec::new(),
+            },
+        );
+        SourceHandle {
+            sources: self.clone(),
+            cluster: cluster.to_string(),
+        }
+    }
+
+    /// Where changes are announced.
+    pub fn set_listener(
+        &self,
+        events: broadcast::Sender<FleetEvent>,
+        dirty: mpsc::UnboundedSender<Dirty>,
+    ) {
+        self.lock().listener = Some((events, dirty));
+    }
+
+    /// Every cluster's rolled-up state.
+    pub fn statuses(&self) -> Vec<SourceStatus> {
+        self.lock()
+            .clusters
+            .iter()
+            .map(|(cluster, state)| SourceStatus {
+                cluster: cluster.clone(),
+                environment: state.environment.clone(),
+                state: roll_up(&state.watches),
+            })
+            .collect()
+    }
+
+    /// Environments whose cluster is unreachable, with since when.
+    pub fn unreachable_since(&self) -> BTreeMap<String, String> {
+        self.statuses()
+            .into_iter()
+            .filter_map(|s| Some((s.environment?, super::unreachable_since(&s.state)?)))
+            .collect()
+    }
+
+    fn update(&self, cluster: &str, watch: usize, state: SourceState) {
+        let mut inner = self.lock();
+        let Some(entry) = inner.clusters.get_mut(cluster) else {
+            return;
+        };
+        let before = roll_up(&entry.watches);
+        if let Some(slot) = entry.watches.get_mut(watch) {
+            *slot = state;
+        }
+        let after = roll_up(&entry.watches);
+        if before == after {
+            return;
+        }
+        let status = SourceStatus {
+            cluster: cluster.to_string(),
+            environment: entry.environment.clone(),
+            state: after,
+        };
+        tracing::info!(cluster, state = ?status.state, "cluster connection changed");
+        if let Some((events, dirty)) = &inner.listener {
+            let _ = events.send(FleetEvent::SourceChanged { source: status });
+            // Cards show their cluster's state: recompute them.
+            let _ = dirty.send(Dirty::All);
+        }
+    }
+}
+
+impl SourceHandle {
+    fn add_watch(&self) -> usize {
+        let mut inner = self.sources.lock();
+        let Some(entry) = inner.clusters.get_mut(&self.cluster) else {
+            return usize::MAX;
+        };
+        entry.watches.push(SourceState::Syncing);
+        entry.watches.len() - 1
+    }
+
+    fn is_unreachable(&self) -> bool {
+        let inner = self.sources.lock();
+        inner.clusters.get(&self.cluster).is_some_and(|c| {
+            c.watches
+                .iter()
+                .any(|w| matches!(w, SourceState::Unreachable { .. }))
+        })
+    }
+
+    /// The cluster answers again: its watches are (re)connecting; one that still fails will say so.
+    fn recovered(&self) {
+        let count = self
+            .sources
+            .lock()
+            .clusters
+            .get(&self.cluster)
+            .map(|c| c.watches.len())
+            .unwrap_or_default();
+        for watch in 0..count {
+            self.sources
+                .update(&self.cluster, watch, SourceState::Connected);
+        }
+    }
+
+    fn healthy(&self, watch: usize, state: SourceState) {
+        self.sources.update(&self.cluster, watch, state);
+    }
+
+    fn failed(&self, watch: usize, reason: &str) {
+        // Keep the first failure time while the outage lasts.
+        let since = {
+            let inner = self.sources.lock();
+            inner
+                .clusters
+                .get(&self.cluster)
+                .and_then(|c| c.watches.get(watch))
+                .and_then(|w| match w {
+                    SourceState::Unreachable { since, .. } => Some(since.clone()),
+                    _ => None,
+                })
+        };
+        let since = since.unwrap_or_else(|| jiff::Timestamp::now().to_string());
+        self.sources.update(
+            &self.cluster,
+            watch,
+            SourceState::Unreachable {
+                since,
+                reason: reason.chars().take(200).collect(),
+            },
+        );
+    }
+}

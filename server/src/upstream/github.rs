@@ -1,0 +1,703 @@
+//! GitHub through the portal's GitHub App, with octocrab: reads of service repositories (what changed between
+//! two versions, which migrations a version ships) and the one write Tower makes, a pull request to
+//! `application-repositories` built with the git data API.
+//!
+//! Tokens are the App's short-lived installation tokens: an App JWT (`iss` = the App id, `iat` backdated 60 s
+//! for clock drift, `exp` 9 minutes on, under GitHub's 10-minute cap) buys an installation token, which is
+//! cached and replaced [`REFRESH_BEFORE`] its expiry so no request ever starts with a token about to lapse.
+//! Nothing here uses a person's token.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use octocrab::Octocrab;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use shared::fleet::CommitView;
+use tokio::sync::Mutex;
+
+/// How long before an installation token expires it is replaced.
+pub const REFRESH_BEFORE: Duration = Duration::from_secs(5 * 60);
+/// How far an App JWT's `iat` is backdated, for clocks that run ahead of GitHub's.
+pub const JWT_BACKDATE: Duration = Duration::from_secs(60);
+/// How long an App JWT lives after now (GitHub refuses more than 10 minutes).
+pub const JWT_LIFETIME: Duration = Duration::from_secs(9 * 60);
+/// Connecting to GitHub gives up after this.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Waiting for an answer gives up after this.
+const READ_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Failures talking to GitHub. Their text goes to logs only.
+#[derive(Debug, thiserror::Error)]
+pub enum GithubError {
+    /// The App's key or the API URL is unusable.
+    #[error("GitHub App setup failed: {0}")]
+    Setup(String),
+    /// Minting the App JWT or the installation token failed.
+    #[error("GitHub App authentication failed: {0}")]
+    Token(String),
+    /// A request failed.
+    #[error("GitHub request failed: {0}")]
+    Request(#[from] octocrab::Error),
+    /// An answer did not have the documented shape.
+    #[error("GitHub answered {0} in an unexpected shape")]
+    Shape(&'static str),
+}
+
+impl GithubError {
+    /// The HTTP status GitHub answered with, when it answered with an error.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            GithubError::Request(octocrab::Error::GitHub { source, .. }) => {
+                Some(source.status_code.as_u16())
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether GitHub said the thing does not exist.
+    pub fn is_not_found(&self) -> bool {
+        self.status() == Some(404)
+    }
+}
+
+/// `Result` for GitHub calls.
+pub type Result<T, E = GithubError> = std::result::Result<T, E>;
+
+/// The claims of an App JWT.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct AppClaims {
+    /// The App id.
+    pub iss: u64,
+    /// Issued at (Unix seconds), backdated by [`JWT_BACKDATE`].
+    pub iat: i64,
+    /// Expires at (Unix seconds), [`JWT_LIFETIME`] after now.
+    pub exp: i64,
+}
+
+struct Cached {
+    client: Octocrab,
+    expires_at: jiff::Timestamp,
+}
+
+struct Inner {
+    api_url: String,
+    app_id: u64,
+    key: EncodingKey,
+    installation_id: u64,
+    /// One mint at a time: concurrent requests on an expired token wait for the same new one.
+    token: Mutex<Option<Cached>>,
+}
+
+/// The App's installation client; cheap to clone (clones share the token cache).
+#[derive(Clone)]
+pub struct GithubApp {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for GithubApp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GithubApp")
+            .field("api_url", &self.inner.api_url)
+            .field("app_id", &self.inner.app_id)
+            .field("installation_id", &self.inner.installation_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An octocrab client for `api_url` sending `token` (an App JWT or an installation token) as a bearer.
+fn client_with(api_url: &str, token: String) -> Result<Octocrab> {
+    Octocrab::builder()
+        .base_uri(api_url)
+        .map_err(|e| GithubError::Setup(format!("api_url: {e}")))?
+        .personal_token(token)
+        .set_connect_timeout(Some(CONNECT_TIMEOUT))
+        .set_read_timeout(Some(READ_TIMEOUT))
+        .build()
+        .map_err(|e| GithubError::Setup(e.to_string()))
+}
+
+/// The installation token answer (`POST /app/installations/{id}/access_tokens`).
+#[derive(Debug, Deserialize)]
+struct AccessToken {
+    token: String,
+    expires_at: String,
+}
+
+impl GithubApp {
+    /// Authenticates as App `app_id` with `private_key_pem`, acting as `installation_id`, against `api_url`.
+    pub fn new(
+        api_url: &str,
+        app_id: u64,
+        private_key_pem: &str,
+        installation_id: u64,
+    ) -> Result<Self> {
+        let key = EncodingKey::from_rsa_pem(private_key_pem.as_bytes()).map_err(|e| {
+            GithubError::Setup(format!("the App private key is not an RSA PEM key: {e}"))
+        })?;
+        // Fail at start-up, not on the first request, when the URL is unusable.
+        api_url
+            .parse::<http::Uri>()
+            .map_err(|e| GithubError::Setup(format!("api_url: {e}")))?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                api_url: api_url.to_string(),
+                app_id,
+                key,
+                installation_id,
+                token: Mutex::new(None),
+            }),
+        })
+    }
+
+    /// A fresh App JWT.
+    pub fn app_jwt(&self) -> Result<String> {
+        let now = jiff::Timestamp::now().as_second();
+        let claims = AppClaims {
+            iss: self.inner.app_id,
+            iat: now - JWT_BACKDATE.as_secs() as i64,
+            exp: now + JWT_LIFETIME.as_secs() as i64,
+        };
+        jsonwebtoken::encode(&Header::new(Algorithm::RS256), &claims, &self.inner.key)
+            .map_err(|e| GithubError::Token(format!("signing the App JWT: {e}")))
+    }
+
+    /// The installation client, minting a new installation token when the cached one is within
+    /// [`REFRESH_BEFORE`] of expiring.
+    pub async fn client(&self) -> Result<Octocrab> {
+        let mut cached = self.inner.token.lock().await;
+        let now = jiff::Timestamp::now();
+        if let Some(current) = cached.as_ref()
+            && current.expires_at.as_second() - now.as_second() > REFRESH_BEFORE.as_secs() as i64
+        {
+            return Ok(current.client.clone());
+        }
+        let app = client_with(&self.inner.api_url, self.app_jwt()?)?;
+        let minted: AccessToken = app
+            .post(
+                format!(
+                    "/app/installations/{}/access_tokens",
+                    self.inner.installation_id
+                ),
+                None::<&()>,
+            )
+            .await?;
+        let expires_at: jiff::Timestamp = minted
+            .expires_at
+            .parse()
+            .map_err(|_| GithubError::Shape("an installation token's expires_at"))?;
+        let client = client_with(&self.inner.api_url, minted.token)?;
+        tracing::debug!(expires_at = %expires_at, "minted a GitHub installation token");
+        *cached = Some(Cached {
+            client: client.clone(),
+            expires_at,
+        });
+        Ok(client)
+    }
+
+    async fn get<T: serde::de::DeserializeOwned>(&self, route: String) -> Result<T> {
+        Ok(self.client().await?.get(route, None::<&()>).await?)
+    }
+
+    /// Commits in `repository` (`owner/name`) after `base` up to `head`, newest first.
+    pub async fn commits_between(
+        &self,
+        repository: &str,
+        base: &str,
+        head: &str,
+    ) -> Result<Vec<CommitView>> {
+        let comparison: Value = self
+            .get(format!("/repos/{repository}/compare/{base}...{head}"))
+            .await?;
+        let mut commits: Vec<CommitView> = comparison
+            .get("commits")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .map(|commit| {
+                let field = |path: &[&str]| {
+                    path.iter()
+                        .try_fold(commit, |v, k| v.get(k))
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string()
+                };
+                let author = Some(field(&["author", "login"]))
+                    .filter(|l| !l.is_empty())
+                    .unwrap_or_else(|| field(&["commit", "author", "name"]));
+                CommitView {
+                    sha: field(&["sha"]).chars().take(7).collect(),
+                    message: field(&["commit", "message"])
+                        .lines()
+                        .next()
+                        .unwrap_or_default()
+                        .to_string(),
+                    author,
+                    at: field(&["commit", "author", "date"]),
+                }
+            })
+            .collect();
+        commits.reverse();
+        Ok(commits)
+    }
+
+    /// The migration files (`migrations/*`) in `repository` at `git_ref`, sorted; empty when there are none.
+    pub async fn migrations_at(&self, repository: &str, git_ref: &str) -> Result<Vec<String>> {
+        let listing: Value = match self
+            .get(format!(
+                "/repos/{repository}/contents/migrations?ref={git_ref}"
+            ))
+            .await
+        {
+            Ok(listing) => listing,
+            Err(error) if error.is_not_found() => return Ok(Vec::new()),
+            Err(error) => return Err(error),
+        };
+        let mut files: Vec<String> = listing
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .filter(|item| item.get("type").and_then(Value::as_str) == Some("file"))
+            .filter_map(|item| item.get("name").and_then(Value::as_str).map(str::to_string))
+            .collect();
+        files.sort();
+        Ok(files)
+    }
+
+    // ----- the git data API and pull requests, for Tower's one write -----
+
+    /// The commit a branch points at, or `None` when the branch does not exist.
+    pub async fn branch_sha(&self, repository: &str, branch: &str) -> Result<Option<String>> {
+        match self
+            .get::<Ref>(format!("/repos/{repository}/git/ref/heads/{branch}"))
+            .await
+        {
+            Ok(reference) => Ok(Some(reference.object.sha)),
+            Err(error) if error.is_not_found() => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// A commit object: its tree and parents.
+    pub async fn git_commit(&self, repository: &str, sha: &str) -> Result<GitCommit> {
+        self.get(format!("/repos/{repository}/git/commits/{sha}"))
+            .await
+    }
+
+    /// A tree: `base_tree` with `files` (path → content) written over it. Idempotent: the same content gives
+    /// the same tree id.
+    pub async fn create_tree(
+        &self,
+        repository: &str,
+        base_tree: &str,
+        files: &[(String, String)],
+    ) -> Result<String> {
+        let tree: Vec<Value> = files
+            .iter()
+            .map(|(path, content)| {
+                json!({"path": path, "mode": "100644", "type": "blob", "content": content})
+            })
+            .collect();
+        let created: Sha = self
+            .client()
+            .await?
+            .post(
+                format!("/repos/{repository}/git/trees"),
+                Some(&json!({"base_tree": base_tree, "tree": tree})),
+            )
+            .await?;
+        Ok(created.sha)
+    }
+
+    /// A commit of `tree` on `parent`.
+    pub async fn create_commit(
+        &self,
+        repository: &str,
+        message: &str,
+        tree: &str,
+        parent: &str,
+    ) -> Result<String> {
+        let created: Sha = self
+            .client()
+            .await?
+            .post(
+                format!("/repos/{repository}/git/commits"),
+                Some(&json!({"message": message, "tree": tree, "parents": [parent]})),
+            )
+            .await?;
+        Ok(created.sha)
+    }
+
+    /// Creates branch `branch` at `sha`.
+    pub async fn create_branch(&self, repository: &str, branch: &str, sha: &str) -> Result<()> {
+        let _: Value = self
+            .client()
+            .await?
+            .post(
+                format!("/repos/{repository}/git/refs"),
+                Some(&json!({"ref": format!("refs/heads/{branch}"), "sha": sha})),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Moves branch `branch` to `sha`, forced: Tower's branches carry exactly one commit on main, rebuilt
+    /// whenever main moves or the change does.
+    pub async fn move_branch(&self, repository: &str, branch: &str, sha: &str) -> Result<()> {
+        let _: Value = self
+            .client()
+            .await?
+            .patch(
+                format!("/repos/{repository}/git/refs/heads/{branch}"),
+                Some(&json!({"sha": sha, "force": true})),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Pull requests of `repository` in `state` (`open`, `closed`, `all`), newest first, optionally only
+    /// those from `head_branch`; at most `per_page` of page `page`.
+    pub async fn list_pulls(
+        &self,
+        repository: &str,
+        state: &str,
+        head_branch: Option<&str>,
+        per_page: u32,
+        page: u32,
+    ) -> Result<Vec<Pull>> {
+        let owner = repository.split('/').next().unwrap_or_default();
+        let head = head_branch
+            .map(|b| format!("&head={owner}:{b}"))
+            .unwrap_or_default();
+        self.get(format!(
+            "/repos/{repository}/pulls?state={state}{head}&per_page={per_page}&page={page}"
+        ))
+        .await
+    }
+
+    /// One pull request, with its mergeability.
+    pub async fn pull(&self, repository: &str, number: u64) -> Result<Pull> {
+        self.get(format!("/repos/{repository}/pulls/{number}"))
+            .await
+    }
+
+    /// Opens a pull request from `branch` into `base`.
+    pub async fn create_pull(
+        &self,
+        repository: &str,
+        branch: &str,
+        base: &str,
+        title: &str,
+        body: &str,
+    ) -> Result<Pull> {
+        Ok(self
+            .client()
+            .await?
+            .post(
+                format!("/repos/{repository}/pulls"),
+                Some(&json!({"title": title, "head": branch, "base": base, "body": body})),
+            )
+            .await?)
+    }
+
+    /// Updates a pull request's title and body.
+    pub async fn update_pull(
+        &self,
+        repository: &str,
+        number: u64,
+        title: &str,
+        body: &str,
+    ) -> Result<Pull> {
+        Ok(self
+            .client()
+            .await?
+            .patch(
+                format!("/repos/{repository}/pulls/{number}"),
+                Some(&json!({"title": title, "body": body})),
+            )
+            .await?)
+    }
+
+    /// Adds labels to an issue or pull request.
+    pub async fn add_labels(&self, repository: &str, number: u64, labels: &[String]) -> Result<()> {
+        let _: Value = self
+            .client()
+            .await?
+            .post(
+                format!("/repos/{repository}/issues/{number}/labels"),
+                Some(&json!({"labels": labels})),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Check runs on commit `sha`.
+    pub async fn check_runs(&self, repository: &str, sha: &str) -> Result<Vec<CheckRun>> {
+        let runs: CheckRuns = self
+            .get(format!("/repos/{repository}/commits/{sha}/check-runs"))
+            .await?;
+        Ok(runs.check_runs)
+    }
+
+    /// The text of file `path` at `git_ref`, or `None` when it does not exist there.
+    pub async fn file(
+        &self,
+        repository: &str,
+        path: &str,
+        git_ref: &str,
+    ) -> Result<Option<String>> {
+        let contents: Contents = match self
+            .get(format!("/repos/{repository}/contents/{path}?ref={git_ref}"))
+            .await
+        {
+            Ok(contents) => contents,
+            Err(error) if error.is_not_found() => return Ok(None),
+            Err(error) => return Err(error),
+        };
+        if contents.encoding.as_deref() != Some("base64") {
+            return Err(GithubError::Shape("a file's contents"));
+        }
+        let bytes = decode_base64(contents.content.as_deref().unwrap_or_default())
+            .ok_or(GithubError::Shape("a file's base64 contents"))?;
+        String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|_| GithubError::Shape("a file's text"))
+    }
+
+    /// Commits reachable from `sha` that touched `path`, newest first: one page.
+    pub async fn commits_touching(
+        &self,
+        repository: &str,
+        path: &str,
+        sha: &str,
+        per_page: u32,
+        page: u32,
+    ) -> Result<Vec<CommitSummary>> {
+        self.get(format!(
+            "/repos/{repository}/commits?sha={sha}&path={path}&per_page={per_page}&page={page}"
+        ))
+        .await
+    }
+
+    /// One commit with its changed files and their patches.
+    pub async fn commit(&self, repository: &str, sha: &str) -> Result<CommitDetail> {
+        self.get(format!("/repos/{repository}/commits/{sha}")).await
+    }
+}
+
+/// Decodes GitHub's base64 (standard alphabet, lines wrapped with `\n`).
+fn decode_base64(text: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(text.len() * 3 / 4);
+    let mut buffer = 0u32;
+    let mut bits = 0;
+    for byte in text.bytes() {
+        let value = match byte {
+            b'A'..=b'Z' => byte - b'A',
+            b'a'..=b'z' => byte - b'a' + 26,
+            b'0'..=b'9' => byte - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            b'=' | b'\n' | b'\r' | b' ' => continue,
+            _ => return None,
+        };
+        buffer = (buffer << 6) | u32::from(value);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((buffer >> bits) as u8);
+            buffer &= (1 << bits) - 1;
+        }
+    }
+    Some(out)
+}
+
+/// `{"sha": …}`, the part of several answers Tower reads.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Sha {
+    /// The object id.
+    pub sha: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct Ref {
+    object: Sha,
+}
+
+/// A git commit object (`GET /git/commits/{sha}`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct GitCommit {
+    /// Its id.
+    pub sha: String,
+    /// Its tree.
+    pub tree: Sha,
+    /// Its parents.
+    #[serde(default)]
+    pub parents: Vec<Sha>,
+}
+
+/// A user as GitHub embeds it.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct User {
+    /// Their login.
+    #[serde(default)]
+    pub login: String,
+}
+
+/// One side of a pull request.
+#[derive(Debug, Clone, Deserialize)]
+pub struct PullSide {
+    /// The branch.
+    #[serde(rename = "ref")]
+    pub reference: String,
+    /// Its commit.
+    pub sha: String,
+}
+
+/// A label.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Label {
+    /// Its name.
+    pub name: String,
+}
+
+/// A pull request, as much of it as Tower shows.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Pull {
+    /// Its number.
+    pub number: u64,
+    /// Its page.
+    pub html_url: String,
+    /// `open` or `closed`.
+    pub state: String,
+    /// Title.
+    pub title: String,
+    /// Body.
+    #[serde(default)]
+    pub body: Option<String>,
+    /// The head branch.
+    pub head: PullSide,
+    /// Who opened it.
+    #[serde(default)]
+    pub user: Option<User>,
+    /// RFC 3339.
+    #[serde(default)]
+    pub created_at: String,
+    /// RFC 3339, when merged.
+    #[serde(default)]
+    pub merged_at: Option<String>,
+    /// Single-pull answers only: whether it merges cleanly (null while GitHub computes it).
+    #[serde(default)]
+    pub mergeable: Option<bool>,
+    /// Its labels.
+    #[serde(default)]
+    pub labels: Vec<Label>,
+}
+
+/// A check run.
+#[derive(Debug, Clone, Deserialize)]
+pub struct CheckRun {
+    /// e.g. `tower-ci / validate`.
+    pub name: String,
+    /// `queued`, `in_progress`, `completed`.
+    pub status: String,
+    /// When completed.
+    #[serde(default)]
+    pub conclusion: Option<String>,
+    /// Its page.
+    #[serde(default)]
+    pub html_url: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct CheckRuns {
+    #[serde(default)]
+    check_runs: Vec<CheckRun>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Contents {
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    encoding: Option<String>,
+}
+
+/// A git person inside a commit.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct GitPerson {
+    /// Name.
+    #[serde(default)]
+    pub name: String,
+    /// RFC 3339.
+    #[serde(default)]
+    pub date: String,
+}
+
+/// The git part of a listed commit.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct CommitData {
+    /// Its message.
+    #[serde(default)]
+    pub message: String,
+    /// Its author.
+    #[serde(default)]
+    pub author: GitPerson,
+}
+
+/// A commit as `GET /repos/{o}/{r}/commits` lists it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct CommitSummary {
+    /// Its id.
+    pub sha: String,
+    /// Message, author.
+    pub commit: CommitData,
+    /// The author's forge account, when GitHub matched one.
+    #[serde(default)]
+    pub author: Option<User>,
+    /// Its page.
+    #[serde(default)]
+    pub html_url: Option<String>,
+    /// Its parents.
+    #[serde(default)]
+    pub parents: Vec<Sha>,
+}
+
+/// A changed file of a commit.
+#[derive(Debug, Clone, Deserialize)]
+pub struct CommitFile {
+    /// Its path.
+    pub filename: String,
+    /// `added`, `modified`, `removed`, …
+    pub status: String,
+    /// The diff hunks, when not too large.
+    #[serde(default)]
+    pub patch: Option<String>,
+}
+
+/// One commit with its files (`GET /repos/{o}/{r}/commits/{sha}`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct CommitDetail {
+    /// The summary part.
+    #[serde(flatten)]
+    pub summary: CommitSummary,
+    /// Changed files.
+    #[serde(default)]
+    pub files: Vec<CommitFile>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decode_base64;
+
+    #[test]
+    fn base64_as_github_wraps_it_decodes() {
+        assert_eq!(
+            decode_base64("aGVsbG8g\nd29ybGQ=\n").as_deref(),
+            Some(&b"hello world"[..])
+        );
+        assert_eq!(decode_base64("a$b"), None);
+    }
+}
