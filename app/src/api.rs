@@ -2,7 +2,10 @@
 
 use gloo_net::http::{Request, Response};
 use serde::de::DeserializeOwned;
-use shared::fleet::ServiceSummary;
+use shared::fleet::{
+    ActivityItem, DatabaseView, EnvironmentView, ServiceDetail, ServiceSummary, SyncRequest,
+    SyncResponse,
+};
 use shared::session::SessionInfo;
 use shared::{ApiError, ErrorCode};
 
@@ -14,9 +17,73 @@ pub async fn list_services() -> Result<Vec<ServiceSummary>> {
     get_json("/api/v1/services").await
 }
 
-/// One service by name.
-pub async fn get_service(name: &str) -> Result<ServiceSummary> {
-    get_json(&format!("/api/v1/services/{name}")).await
+/// One service by name, with a deployment card per environment.
+pub async fn get_service(name: &str) -> Result<ServiceDetail> {
+    get_json(&format!("/api/v1/services/{}", encode(name))).await
+}
+
+/// The databases a service is bound to, in every environment.
+pub async fn list_databases(service: &str) -> Result<Vec<DatabaseView>> {
+    get_json(&format!("/api/v1/services/{}/databases", encode(service))).await
+}
+
+/// The environments and their clusters' connections.
+pub async fn list_environments() -> Result<Vec<EnvironmentView>> {
+    get_json("/api/v1/environments").await
+}
+
+/// The newest things that happened, newest first.
+pub async fn list_activity() -> Result<Vec<ActivityItem>> {
+    get_json("/api/v1/activity").await
+}
+
+/// Asks Argo CD to sync a service's Application in one environment (owners only; audited by the server).
+pub async fn sync(service: &str, environment: &str, force: bool) -> Result<SyncResponse> {
+    let body = serde_json::to_value(SyncRequest { force }).map_err(|error| {
+        ApiError::new(
+            ErrorCode::BadRequest,
+            format!("Could not encode the request ({error})."),
+        )
+    })?;
+    post_json(
+        &format!(
+            "/api/v1/services/{}/environments/{}/sync",
+            encode(service),
+            encode(environment)
+        ),
+        &body,
+    )
+    .await
+}
+
+/// Where the log stream of one container lives (`text/event-stream`, one line per `log` event).
+pub fn logs_url(service: &str, environment: &str, options: &LogOptions) -> String {
+    format!(
+        "/api/v1/services/{}/environments/{}/logs?pod={}&container={}&follow={}&previous={}&tail=200",
+        encode(service),
+        encode(environment),
+        encode(&options.pod),
+        encode(&options.container),
+        options.follow,
+        options.previous,
+    )
+}
+
+/// What the log panel streams.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LogOptions {
+    /// The pod.
+    pub pod: String,
+    /// The container in it.
+    pub container: String,
+    /// Keep streaming new lines.
+    pub follow: bool,
+    /// The previous (crashed) instance of the container.
+    pub previous: bool,
+}
+
+fn encode(segment: &str) -> String {
+    shared::view::encode_query_value(segment)
 }
 
 /// Who is signed in, and the access policy.

@@ -3,6 +3,7 @@
 
 pub mod api;
 pub mod app;
+pub mod components;
 pub mod live;
 pub mod pages;
 

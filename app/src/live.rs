@@ -1,13 +1,25 @@
 //! The live fleet: loaded once over the JSON API, then kept current by the one event stream.
 
+use std::collections::BTreeMap;
+use std::time::Duration;
+
 use futures::StreamExt as _;
 use gloo_net::eventsource::futures::EventSource;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
+use serde::Deserialize;
 use shared::ApiError;
-use shared::fleet::{FLEET_EVENT_NAME, Fleet, FleetEvent};
+use shared::fleet::{
+    ActivityItem, DeploymentCard, FLEET_EVENT_NAME, Fleet, FleetEvent, ServiceSummary, SourceStatus,
+};
 
 use crate::api;
+
+/// How many streamed activity items the browser keeps (the feed shows the newest 50 anyway).
+const ACTIVITY_KEPT: usize = 50;
+
+/// How often ages ("2 min ago") are recomputed.
+const CLOCK_TICK: Duration = Duration::from_secs(15);
 
 /// The fleet every page reads, provided once as context.
 #[derive(Clone, Copy)]
@@ -18,15 +30,70 @@ pub struct LiveFleet {
     pub loaded: RwSignal<Option<Result<(), ApiError>>>,
     /// Whether the event stream is connected right now.
     pub connected: RwSignal<bool>,
+    /// Every cluster's connection, from the snapshot and then `source_changed`.
+    pub sources: RwSignal<Vec<SourceStatus>>,
+    /// Activity that arrived over the stream since the page loaded, newest first.
+    pub activity: RwSignal<Vec<ActivityItem>>,
+    /// The newest version of every card the stream has sent, for pages that show cards to patch theirs.
+    pub cards: RwSignal<CardUpdates>,
+    /// Counts snapshots after the first: each means the stream reconnected and card deltas may have been
+    /// missed, so pages holding cards fetch them again.
+    pub resyncs: RwSignal<u32>,
+    /// The browser's clock (RFC 3339), ticking, so every "2 min ago" stays true without a reload.
+    pub now: RwSignal<String>,
+}
+
+/// The latest card per service and environment, each stamped with the order it arrived in.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CardUpdates {
+    seq: u64,
+    latest: BTreeMap<(String, String), (u64, DeploymentCard)>,
+}
+
+impl CardUpdates {
+    /// The stamp of the newest update; a page records it when it starts fetching cards.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Cards of `service` that arrived after the stamp `after`.
+    pub fn newer_than<'a>(
+        &'a self,
+        service: &'a str,
+        after: u64,
+    ) -> impl Iterator<Item = &'a DeploymentCard> + 'a {
+        self.latest
+            .iter()
+            .filter(move |((name, _), (seq, _))| name == service && *seq > after)
+            .map(|(_, (_, card))| card)
+    }
+
+    fn record(&mut self, card: DeploymentCard) {
+        self.seq += 1;
+        self.latest.insert(
+            (card.service.clone(), card.environment.clone()),
+            (self.seq, card),
+        );
+    }
+}
+
+/// The browser's clock as RFC 3339.
+pub fn browser_now() -> String {
+    js_sys::Date::new_0().to_iso_string().into()
 }
 
 impl LiveFleet {
-    /// Starts loading and listening; call once, at the top of the app.
+    /// Starts loading and listening; call once, at the top of the signed-in app.
     pub fn start() -> Self {
         let live = Self {
             fleet: RwSignal::new(Fleet::default()),
             loaded: RwSignal::new(None),
             connected: RwSignal::new(false),
+            sources: RwSignal::new(Vec::new()),
+            activity: RwSignal::new(Vec::new()),
+            cards: RwSignal::new(CardUpdates::default()),
+            resyncs: RwSignal::new(0),
+            now: RwSignal::new(browser_now()),
         };
         spawn_local(async move {
             match api::list_services().await {
@@ -44,6 +111,14 @@ impl LiveFleet {
                 }
             }
         });
+        if let Ok(tick) = set_interval_with_handle(
+            move || {
+                live.now.try_set(browser_now());
+            },
+            CLOCK_TICK,
+        ) {
+            on_cleanup(move || tick.clear());
+        }
         live.listen();
         live
     }
@@ -60,6 +135,7 @@ impl LiveFleet {
         spawn_local(async move {
             // Dropping the EventSource closes it, so it lives as long as this task.
             let _source = source;
+            let mut snapshots = 0_u32;
             while let Some(message) = deltas.next().await {
                 match message {
                     Ok((_, event)) => {
@@ -67,18 +143,116 @@ impl LiveFleet {
                         let Some(text) = event.data().as_string() else {
                             continue;
                         };
-                        let Ok(delta) = serde_json::from_str::<FleetEvent>(&text) else {
+                        let Some(delta) = decode_event(&text) else {
                             continue;
                         };
-                        let is_snapshot = matches!(delta, FleetEvent::Snapshot { .. });
-                        self.fleet.update(|fleet| fleet.apply(delta));
-                        if is_snapshot {
-                            self.loaded.set(Some(Ok(())));
-                        }
+                        self.apply(delta, &mut snapshots);
                     }
                     Err(_) => self.connected.set(false),
                 }
             }
         });
     }
+
+    fn apply(self, delta: FleetEvent, snapshots: &mut u32) {
+        match &delta {
+            FleetEvent::Snapshot { sources, .. } => {
+                self.sources.set(sources.clone());
+                *snapshots += 1;
+                if *snapshots > 1 {
+                    self.resyncs.update(|n| *n += 1);
+                }
+            }
+            FleetEvent::CardUpdated { card } => {
+                self.cards.update(|cards| cards.record(card.clone()));
+            }
+            FleetEvent::SourceChanged { source } => {
+                self.sources.update(|sources| {
+                    match sources.iter_mut().find(|s| s.cluster == source.cluster) {
+                        Some(existing) => *existing = source.clone(),
+                        None => sources.push(source.clone()),
+                    }
+                });
+            }
+            FleetEvent::Activity { item } => {
+                self.activity.update(|items| {
+                    items.insert(0, item.clone());
+                    items.truncate(ACTIVITY_KEPT);
+                });
+            }
+            FleetEvent::ServiceUpserted { .. } | FleetEvent::ServiceRemoved { .. } => {}
+        }
+        let is_snapshot = matches!(delta, FleetEvent::Snapshot { .. });
+        let changes_services = matches!(
+            delta,
+            FleetEvent::Snapshot { .. }
+                | FleetEvent::ServiceUpserted { .. }
+                | FleetEvent::ServiceRemoved { .. }
+        );
+        if changes_services {
+            self.fleet.update(|fleet| fleet.apply(delta));
+        }
+        if is_snapshot {
+            self.loaded.set(Some(Ok(())));
+        }
+    }
+}
+
+/// Decodes a [`FleetEvent`] through one flat envelope: deriving through serde's internally tagged enum
+/// would buffer every event and compile a second deserializer for every type inside it, which costs the
+/// first load tens of kilobytes.
+fn decode_event(text: &str) -> Option<FleetEvent> {
+    #[derive(Deserialize)]
+    struct Envelope {
+        #[serde(rename = "type")]
+        kind: String,
+        services: Option<Vec<ServiceSummary>>,
+        sources: Option<Vec<SourceStatus>>,
+        service: Option<ServiceSummary>,
+        name: Option<String>,
+        card: Option<DeploymentCard>,
+        source: Option<SourceStatus>,
+        item: Option<ActivityItem>,
+    }
+    let e: Envelope = serde_json::from_str(text).ok()?;
+    Some(match e.kind.as_str() {
+        "snapshot" => FleetEvent::Snapshot {
+            services: e.services?,
+            sources: e.sources.unwrap_or_default(),
+        },
+        "service_upserted" => FleetEvent::ServiceUpserted {
+            service: e.service?,
+        },
+        "service_removed" => FleetEvent::ServiceRemoved { name: e.name? },
+        "card_updated" => FleetEvent::CardUpdated { card: e.card? },
+        "source_changed" => FleetEvent::SourceChanged { source: e.source? },
+        "activity" => FleetEvent::Activity { item: e.item? },
+        // A kind this build does not know yet: ignore it rather than fail the stream.
+        _ => return None,
+    })
+}
+
+/// Loads with `load` now and again whenever a signal it reads changes, keeping the newest answer:
+/// `None` until the first arrives. Answers to superseded loads are dropped. (A small stand-in for
+/// `LocalResource`, whose machinery costs the first load more than it gives here.)
+pub fn fetched<T, Fut>(load: impl Fn() -> Fut + 'static) -> ReadSignal<Option<T>>
+where
+    T: Send + Sync + 'static,
+    Fut: std::future::Future<Output = T> + 'static,
+{
+    let value = RwSignal::new(None);
+    let latest = std::rc::Rc::new(std::cell::Cell::new(0_u64));
+    Effect::new(move |_| {
+        let future = load();
+        let generation = latest.get() + 1;
+        latest.set(generation);
+        let latest = latest.clone();
+        spawn_local(async move {
+            let answer = future.await;
+            if latest.get() == generation {
+                value.try_set(Some(answer));
+            }
+        });
+    });
+    value.read_only()
 }

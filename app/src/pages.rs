@@ -7,6 +7,17 @@ pub mod sign_in;
 
 use leptos::prelude::*;
 
+/// One failed load, in words, where an `ErrorBoundary` would be more machinery than the spot needs.
+pub fn show_error(error: &shared::ApiError) -> AnyView {
+    view! {
+        <div class="error" role="alert" data-testid="error">
+            <strong>"Could not load this."</strong>
+            <p>{error.to_string()}</p>
+        </div>
+    }
+    .into_any()
+}
+
 /// How every page shows the errors its `ErrorBoundary` caught: what failed, in words.
 pub fn show_errors(errors: ArcRwSignal<Errors>) -> impl IntoView {
     view! {

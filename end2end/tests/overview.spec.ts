@@ -14,7 +14,7 @@ test('the overview lists every service of the sandbox', async ({ page }) => {
   await page.goto('/');
   const rows = page.getByTestId('service-row');
   await expect(rows).toHaveCount(8);
-  await expect(page.locator('[data-service="payments"]')).toContainText('payments');
+  await expect(page.locator('[data-testid="service-row"][data-service="payments"]')).toContainText('payments');
   await expect(page.getByTestId('fleet-counts')).toHaveText('8 services · 3 teams');
   await expect(page.getByTestId('stream-indicator')).toHaveText(/Live/);
 });
@@ -40,14 +40,14 @@ test('a component created after the page loaded appears within 2 s without a rel
   });
   expect(created.status()).toBe(201);
 
-  await expect(page.locator(`[data-service="${name}"]`)).toBeVisible({ timeout: 2_000 });
+  await expect(page.locator(`[data-testid="service-row"][data-service="${name}"]`)).toBeVisible({ timeout: 2_000 });
   await expect(page.getByTestId('service-row')).toHaveCount(9);
   expect(await page.evaluate(() => (window as any).__towerNoReload)).toBe(true);
 
   // And it goes away again as live: a deleted Component leaves the Overview.
   const deleted = await request.delete(`${components}/${name}`);
   expect(deleted.ok()).toBeTruthy();
-  await expect(page.locator(`[data-service="${name}"]`)).toHaveCount(0, { timeout: 2_000 });
+  await expect(page.locator(`[data-testid="service-row"][data-service="${name}"]`)).toHaveCount(0, { timeout: 2_000 });
 });
 
 test('a deep link to a service page loads directly', async ({ page }) => {

@@ -1,4 +1,5 @@
-//! The Overview (`/`): every service of the fleet, searchable, live.
+//! The Overview (`/`): the fleet as a services × environments matrix, filtered by what the URL says
+//! (`?q=&team=&env=&status=`), with fleet counts and the recent-activity feed. Everything updates live.
 
 use leptos::ev::KeyboardEvent;
 use leptos::html::Input;
@@ -6,26 +7,30 @@ use leptos::prelude::*;
 use leptos_router::NavigateOptions;
 use leptos_router::components::A;
 use leptos_router::hooks::{use_navigate, use_query_map};
-use shared::fleet::ServiceSummary;
+use shared::fleet::{ActivityItem, ActivityKind, EnvironmentCell, ServiceSummary, SourceState};
+use shared::view::{
+    OverviewFilter, StatusFilter, Tone, age_or_raw, cell_tone, environments, fleet_counts,
+    merge_activity, since, teams,
+};
 
+use crate::api;
+use crate::components::status::{chip, drift_chip, health_chip, sync_chip};
 use crate::live::LiveFleet;
 use crate::pages::show_errors;
+
+/// How many activity items the feed shows.
+const FEED_LENGTH: usize = 50;
 
 /// The fleet at a glance.
 #[component]
 pub fn Overview() -> impl IntoView {
     let live = expect_context::<LiveFleet>();
     let query = use_query_map();
-    let search = Memo::new(move |_| query.with(|q| q.get("q").unwrap_or_default()));
+    let filter = Memo::new(move |_| query.with(|q| OverviewFilter::from_query(|key| q.get(key))));
     let navigate = use_navigate();
-    let set_search = move |text: String| {
-        let path = if text.is_empty() {
-            "/".to_string()
-        } else {
-            format!("/?q={}", js_sys::encode_uri_component(&text))
-        };
+    let set_filter = move |next: OverviewFilter| {
         navigate(
-            &path,
+            &next.to_path(),
             NavigateOptions {
                 replace: true,
                 scroll: false,
@@ -33,14 +38,24 @@ pub fn Overview() -> impl IntoView {
             },
         );
     };
+    let set_search = {
+        let set_filter = set_filter.clone();
+        move |text: String| {
+            let mut next = filter.get_untracked();
+            next.q = text;
+            set_filter(next);
+        }
+    };
 
     // `/` jumps to the search box from anywhere on the page, as on GitHub.
     let search_box: NodeRef<Input> = NodeRef::new();
     let shortcut = window_event_listener(leptos::ev::keydown, move |event: KeyboardEvent| {
         let typing = event
             .target()
-            .and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlInputElement>(t).ok())
-            .is_some();
+            .and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlElement>(t).ok())
+            .is_some_and(|element| {
+                matches!(element.tag_name().as_str(), "INPUT" | "SELECT" | "TEXTAREA")
+            });
         if event.key() == "/"
             && !typing
             && let Some(input) = search_box.get()
@@ -51,92 +66,349 @@ pub fn Overview() -> impl IntoView {
     });
     on_cleanup(move || shortcut.remove());
 
+    let all_teams = Memo::new(move |_| live.fleet.with(|f| teams(f.services())));
+    let all_envs = Memo::new(move |_| live.fleet.with(|f| environments(f.services())));
+    let columns = Memo::new(move |_| match filter.get().env {
+        Some(env) => vec![env],
+        None => all_envs.get(),
+    });
     let visible = move || {
-        let text = search.get();
+        let filter = filter.get();
         live.fleet.with(|fleet| {
-            fleet
-                .search(&text)
+            filter
+                .apply(fleet.services())
+                .into_iter()
                 .cloned()
                 .collect::<Vec<ServiceSummary>>()
         })
     };
 
+    let select = move |key: &'static str| {
+        let set_filter = set_filter.clone();
+        move |event: leptos::ev::Event| {
+            let value = event_target_value(&event);
+            let value = (!value.is_empty()).then_some(value);
+            let mut next = filter.get_untracked();
+            match key {
+                "team" => next.team = value,
+                "env" => next.env = value,
+                _ => next.status = value.and_then(|v| StatusFilter::parse(&v)),
+            }
+            set_filter(next);
+        }
+    };
+
     view! {
-        <section class="page">
+        <section class="page overview">
             <div class="page-head">
                 <h1>"Overview"</h1>
                 <p class="counts" data-testid="fleet-counts">
                     {move || live.fleet.with(|f| format!("{} services · {} teams", f.len(), f.team_count()))}
                 </p>
             </div>
-            <label class="search">
-                <span class="visually-hidden">"Search services"</span>
-                <input
-                    type="search"
-                    node_ref=search_box
-                    placeholder="Search services (press /)"
-                    data-testid="search"
-                    prop:value=move || search.get()
-                    on:input=move |event| set_search(event_target_value(&event))
-                />
-            </label>
-            <ErrorBoundary fallback=show_errors>
-                {move || match live.loaded.get() {
-                    None => Ok(view! { <TableSkeleton /> }.into_any()),
-                    Some(Err(error)) => Err(error),
-                    Some(Ok(())) => Ok(view! {
-                        <Show
-                            when=move || !visible().is_empty()
-                            fallback=move || view! { <EmptyFleet searching=!search.get().is_empty() /> }
-                        >
-                            <table class="fleet" data-testid="fleet-table">
-                                <thead>
-                                    <tr><th>"Service"</th><th>"Owner"</th><th>"Description"</th><th>"Template"</th></tr>
-                                </thead>
-                                <tbody>
-                                    <For each=visible key=|service| service.clone() children=|service| view! { <ServiceRow service /> } />
-                                </tbody>
-                            </table>
-                        </Show>
-                    }.into_any()),
-                }}
-            </ErrorBoundary>
+            <FleetStatus />
+            <UnreachableClusters />
+            <div class="filters" role="search">
+                <label class="search">
+                    <span class="visually-hidden">"Search services"</span>
+                    <input
+                        type="search"
+                        node_ref=search_box
+                        placeholder="Search services (press /)"
+                        data-testid="search"
+                        prop:value=move || filter.get().q
+                        on:input=move |event| set_search(event_target_value(&event))
+                    />
+                </label>
+                <label>"Team "
+                    <select data-testid="filter-team" prop:value=move || filter.get().team.unwrap_or_default() on:change=select("team")>
+                        <option value="">"All teams"</option>
+                        {move || all_teams.get().into_iter().map(|team| view! {
+                            <option value=team.clone() selected=filter.get_untracked().team.as_ref() == Some(&team)>{team.clone()}</option>
+                        }).map(IntoAny::into_any).collect_view()}
+                    </select>
+                </label>
+                <label>"Environment "
+                    <select data-testid="filter-env" prop:value=move || filter.get().env.unwrap_or_default() on:change=select("env")>
+                        <option value="">"All environments"</option>
+                        {move || all_envs.get().into_iter().map(|env| view! {
+                            <option value=env.clone() selected=filter.get_untracked().env.as_ref() == Some(&env)>{env.clone()}</option>
+                        }).map(IntoAny::into_any).collect_view()}
+                    </select>
+                </label>
+                <label>"Status "
+                    <select data-testid="filter-status" prop:value=move || filter.get().status.map(|s| s.as_str()).unwrap_or_default() on:change=select("status")>
+                        <option value="">"Any status"</option>
+                        {StatusFilter::ALL.into_iter().map(|status| view! {
+                            <option value=status.as_str() selected=move || filter.get_untracked().status == Some(status)>{status.label()}</option>
+                        }).map(IntoAny::into_any).collect_view()}
+                    </select>
+                </label>
+                {move || filter.get().is_active().then(|| view! { <A href="/" attr:data-testid="clear-filters">"Clear filters"</A> })}
+            </div>
+            <div class="overview-grid">
+                <div class="matrix-wrap">
+                    <ErrorBoundary fallback=show_errors>
+                        {move || match live.loaded.get() {
+                            None => Ok(view! { <TableSkeleton /> }.into_any()),
+                            Some(Err(error)) => Err(error),
+                            Some(Ok(())) => Ok(view! {
+                                <Show
+                                    when=move || !visible().is_empty()
+                                    fallback=move || view! { <EmptyFleet filtering=filter.get().is_active() /> }
+                                >
+                                    <table class="fleet matrix" data-testid="fleet-table">
+                                        <thead>
+                                            <tr>
+                                                <th scope="col">"Service"</th>
+                                                <th scope="col">"Owner"</th>
+                                                {move || columns.get().into_iter().map(|env| view! { <th scope="col">{env}</th> }).map(IntoAny::into_any).collect_view()}
+                                            </tr>
+                                        </thead>
+                                        <tbody>
+                                            <For
+                                                each=visible
+                                                key=|service| service.clone()
+                                                children=move |service| view! { <ServiceRow service columns /> }
+                                            />
+                                        </tbody>
+                                    </table>
+                                </Show>
+                            }.into_any()),
+                        }}
+                    </ErrorBoundary>
+                </div>
+                <ActivityFeed />
+            </div>
         </section>
     }
 }
 
 #[component]
-fn ServiceRow(service: ServiceSummary) -> impl IntoView {
+fn ServiceRow(service: ServiceSummary, columns: Memo<Vec<String>>) -> impl IntoView {
     let href = format!("/services/{}", service.name);
     let name = service.name.clone();
+    let description = service.description.clone();
+    let row_name = service.name.clone();
+    let owner = service.owner.clone();
     view! {
-        <tr data-testid="service-row" data-service=service.name>
-            <td><A href=href>{name}</A></td>
-            <td>{service.owner}</td>
-            <td>{service.description}</td>
-            <td class="mono">{service.template}</td>
+        <tr data-testid="service-row" data-service=row_name>
+            <th scope="row">
+                <A href=href>{name}</A>
+                <span class="muted small description">{description}</span>
+            </th>
+            <td>{owner}</td>
+            {move || {
+                let service = service.clone();
+                columns.get().into_iter().map(move |env| {
+                    let cell = service.environments.iter().find(|c| c.environment == env).cloned();
+                    view! { <MatrixCell service=service.name.clone() environment=env cell /> }
+                }).map(IntoAny::into_any).collect_view()
+            }}
         </tr>
     }
 }
 
-/// Shaped like the table it stands in for.
+#[component]
+fn MatrixCell(
+    service: String,
+    environment: String,
+    cell: Option<EnvironmentCell>,
+) -> impl IntoView {
+    let live = expect_context::<LiveFleet>();
+    let href = format!("/services/{service}?env={environment}");
+    let Some(cell) = cell else {
+        return view! {
+            <td class="cell" data-testid="matrix-cell" data-service=service data-env=environment data-tone="absent">
+                <span class="muted">"not deployed"</span>
+            </td>
+        }
+        .into_any();
+    };
+    let tone = cell_tone(&cell);
+    view! {
+        <td class=format!("cell {}", tone.class()) data-testid="matrix-cell" data-service=service data-env=environment
+            data-tone=tone.class()>
+            <a href=href class="cell-version mono" data-testid="cell-version">
+                {cell.version.clone().unwrap_or_else(|| "no version".into())}
+            </a>
+            <span class="chips">
+                {sync_chip(cell.sync)}
+                {health_chip(cell.health)}
+                {cell.drift.then(drift_chip)}
+            </span>
+            {cell.unreachable_since.clone().map(|at| view! {
+                <span class="unreachable small" data-testid="unreachable">
+                    <span class="glyph" aria-hidden="true">"⚠ "</span>
+                    {move || format!("unreachable {}", since(&at, &live.now.get()))}
+                </span>
+            })}
+        </td>
+    }
+    .into_any()
+}
+
+/// The fleet in numbers; each number links to the matching status filter.
+#[component]
+fn FleetStatus() -> impl IntoView {
+    let live = expect_context::<LiveFleet>();
+    let counts = move |count: fn(&shared::view::FleetCounts) -> usize| {
+        live.fleet.with(|f| count(&fleet_counts(f.services())))
+    };
+    let tile = move |label: &'static str,
+                     status: StatusFilter,
+                     tone: Tone,
+                     count: fn(&shared::view::FleetCounts) -> usize| {
+        let href = OverviewFilter {
+            status: Some(status),
+            ..Default::default()
+        }
+        .to_path();
+        view! {
+            <A href=href attr:class=move || {
+                let n = counts(count);
+                format!("tile {}", if n == 0 && tone != Tone::Ok { "tile-zero" } else { tone.class() })
+            } attr:data-testid=format!("count-{}", status.as_str())>
+                <strong>{move || counts(count)}</strong>" "{label}
+            </A>
+        }
+    };
+    view! {
+        <nav class="tiles" aria-label="Fleet status" data-testid="fleet-status">
+            {tile("synced and healthy", StatusFilter::Healthy, Tone::Ok, |c| c.healthy)}
+            {tile("degraded", StatusFilter::Degraded, Tone::Bad, |c| c.degraded)}
+            {tile("out of sync", StatusFilter::OutOfSync, Tone::Warn, |c| c.out_of_sync)}
+            {tile("drifted", StatusFilter::Drift, Tone::Warn, |c| c.drifted)}
+            {tile("unreachable", StatusFilter::Unreachable, Tone::Unknown, |c| c.unreachable)}
+            <span class="muted small">{move || format!("of {} deployments", counts(|c| c.deployments))}</span>
+        </nav>
+    }
+}
+
+/// A banner per cluster that cannot be reached, dated.
+#[component]
+fn UnreachableClusters() -> impl IntoView {
+    let live = expect_context::<LiveFleet>();
+    move || {
+        let now = live.now.get();
+        live.sources.with(|sources| {
+            sources
+                .iter()
+                .filter_map(|source| match &source.state {
+                    SourceState::Unreachable { since: at, reason } => Some(view! {
+                        <p class="banner tone-unknown" role="status" data-testid="cluster-unreachable">
+                            <span class="glyph" aria-hidden="true">"⚠ "</span>
+                            {format!(
+                                "{} cluster {} is unreachable {} ({reason}). Its cells show the last known state; the rest is live.",
+                                source.environment.clone().unwrap_or_else(|| "The".into()),
+                                source.cluster,
+                                since(at, &now),
+                            )}
+                        </p>
+                    }),
+                    _ => None,
+                })
+                .map(IntoAny::into_any).collect_view()
+        })
+    }
+}
+
+/// Deploys, syncs, failed pipelines, merged PRs and degraded apps, newest first, live.
+#[component]
+fn ActivityFeed() -> impl IntoView {
+    let live = expect_context::<LiveFleet>();
+    let fetched = crate::live::fetched(api::list_activity);
+    let items = Memo::new(move |_| {
+        let fetched = fetched.get().and_then(Result::ok).unwrap_or_default();
+        live.activity
+            .with(|streamed| merge_activity(streamed, &fetched, FEED_LENGTH))
+    });
+    let error = move || fetched.get().and_then(Result::err);
+    view! {
+        <aside class="activity" aria-labelledby="activity-title" data-testid="activity">
+            <h2 id="activity-title">"Recent activity"</h2>
+            {move || error().map(|error| view! {
+                <p class="error" role="alert" data-testid="activity-error">
+                    {format!("Earlier activity could not be loaded: {error} New activity still appears here as it happens.")}
+                </p>
+            })}
+            {move || {
+                let loading = fetched.get().is_none() && live.activity.with(Vec::is_empty);
+                if loading {
+                    view! { <div class="skeleton" aria-busy="true" aria-label="Loading activity">
+                        {(0..5).map(|_| view! { <div class="skeleton-row"></div> }).map(IntoAny::into_any).collect_view()}
+                    </div> }.into_any()
+                } else if items.with(Vec::is_empty) {
+                    view! { <p class="empty" data-testid="activity-empty">
+                        "Nothing has happened yet. Deploys, syncs, failed pipelines, merged pull requests and degraded apps show up here as they happen."
+                    </p> }.into_any()
+                } else {
+                    view! { <ol class="feed">
+                        <For each=move || items.get() key=|item| (item.at.clone(), item.service.clone(), item.message.clone()) let:item>
+                            <ActivityRow item />
+                        </For>
+                    </ol> }.into_any()
+                }
+            }}
+        </aside>
+    }
+}
+
+#[component]
+fn ActivityRow(item: ActivityItem) -> impl IntoView {
+    let live = expect_context::<LiveFleet>();
+    let (glyph, word, tone) = match item.kind {
+        ActivityKind::Deploy => ("⇡", "Deploy", Tone::Progress),
+        ActivityKind::Sync => ("⟳", "Sync", Tone::Ok),
+        ActivityKind::PipelineFailed => ("✕", "Pipeline failed", Tone::Bad),
+        ActivityKind::PullRequestMerged => ("⑂", "PR merged", Tone::Ok),
+        ActivityKind::Degraded => ("!", "Degraded", Tone::Bad),
+    };
+    let kind = match item.kind {
+        ActivityKind::Deploy => "deploy",
+        ActivityKind::Sync => "sync",
+        ActivityKind::PipelineFailed => "pipeline_failed",
+        ActivityKind::PullRequestMerged => "pull_request_merged",
+        ActivityKind::Degraded => "degraded",
+    };
+    let href = match &item.environment {
+        Some(env) => format!("/services/{}?env={env}", item.service),
+        None => format!("/services/{}", item.service),
+    };
+    let at = item.at.clone();
+    view! {
+        <li class="feed-item" data-testid="activity-item" data-kind=kind data-service=item.service.clone()>
+            {chip(tone, glyph, word.into(), None)}
+            <span>
+                <a href=href>{item.service.clone()}</a>
+                {item.environment.clone().map(|env| view! { <span class="muted">{format!(" · {env}")}</span> })}
+                " "{item.message.clone()}
+            </span>
+            <time class="muted small" datetime=item.at.clone() title=item.at.clone()>
+                {move || age_or_raw(&at, &live.now.get())}
+            </time>
+        </li>
+    }
+}
+
+/// Shaped like the matrix it stands in for.
 #[component]
 fn TableSkeleton() -> impl IntoView {
     view! {
         <div class="skeleton" aria-busy="true" aria-label="Loading services" data-testid="loading">
-            {(0..6).map(|_| view! { <div class="skeleton-row"></div> }).collect_view()}
+            {(0..8).map(|_| view! { <div class="skeleton-row"></div> }).map(IntoAny::into_any).collect_view()}
         </div>
     }
 }
 
 #[component]
-fn EmptyFleet(searching: bool) -> impl IntoView {
+fn EmptyFleet(filtering: bool) -> impl IntoView {
     view! {
         <div class="empty" data-testid="empty">
-            {if searching {
-                "No service matches this search."
+            {if filtering {
+                view! { "No service matches these filters. "<A href="/">"Clear filters"</A> }.into_any()
             } else {
-                "No services yet. Onboard one from Create, and it appears here as soon as its Component exists."
+                view! { "No services yet. Onboard one from Create, and it appears here as soon as its Component exists." }.into_any()
             }}
         </div>
     }

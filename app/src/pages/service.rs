@@ -1,30 +1,126 @@
-//! The service page (`/services/:name`).
+//! The service page (`/services/:name`): a header from the Component, an environment picker (`?env=`) and
+//! tabs (`?tab=`): Deployments (one live card per environment), Dependencies and Databases. Tabs load only
+//! when opened; the URL holds the tab and the environment.
 
 use leptos::prelude::*;
 use leptos_router::components::A;
-use leptos_router::hooks::use_params_map;
-use shared::fleet::ServiceSummary;
+use leptos_router::hooks::{use_params_map, use_query_map};
+use shared::ApiError;
+use shared::auth::Permission;
+use shared::fleet::{DatabaseView, DeploymentCard as Card, PodView, SchemaCheckView};
+use shared::view::{encode_query_value, upsert_card};
 
-use crate::live::LiveFleet;
-use crate::pages::show_errors;
+use crate::api;
+use crate::app::Session;
+use crate::components::dependency_graph::DependencyGraph;
+use crate::components::deployment_card::DeploymentCard;
+use crate::components::log_panel::LogPanel;
+use crate::components::status::{drift_chip, health_chip, permission_reason, sync_chip, tone_chip};
+use crate::live::{LiveFleet, fetched};
+use crate::pages::{show_error, show_errors};
 
-/// One service: who owns it, where it lives, what it depends on.
+/// The tabs, by their `?tab=` value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tab {
+    Deployments,
+    Dependencies,
+    Databases,
+}
+
+impl Tab {
+    const ALL: [Tab; 3] = [Tab::Deployments, Tab::Dependencies, Tab::Databases];
+
+    fn parse(value: Option<&str>) -> Self {
+        match value {
+            Some("dependencies") => Tab::Dependencies,
+            Some("databases") => Tab::Databases,
+            _ => Tab::Deployments,
+        }
+    }
+
+    /// The `?tab=` value; the default tab has none.
+    fn param(self) -> Option<&'static str> {
+        match self {
+            Tab::Deployments => None,
+            Tab::Dependencies => Some("dependencies"),
+            Tab::Databases => Some("databases"),
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Tab::Deployments => "Deployments",
+            Tab::Dependencies => "Dependencies",
+            Tab::Databases => "Databases",
+        }
+    }
+}
+
+/// The link to this page with a tab and an environment.
+fn page_href(name: &str, tab: Tab, env: Option<&str>) -> String {
+    let mut params = Vec::new();
+    if let Some(tab) = tab.param() {
+        params.push(format!("tab={tab}"));
+    }
+    if let Some(env) = env {
+        params.push(format!("env={}", encode_query_value(env)));
+    }
+    let base = format!("/services/{name}");
+    if params.is_empty() {
+        base
+    } else {
+        format!("{base}?{}", params.join("&"))
+    }
+}
+
+/// One service: who owns it, where it runs and how it is doing.
 #[component]
 pub fn ServicePage() -> impl IntoView {
     let live = expect_context::<LiveFleet>();
     let params = use_params_map();
+    let query = use_query_map();
     let name = Memo::new(move |_| params.with(|p| p.get("name").unwrap_or_default()));
+    let tab = Memo::new(move |_| query.with(|q| Tab::parse(q.get("tab").as_deref())));
+    let env = Memo::new(move |_| query.with(|q| q.get("env").filter(|e| !e.is_empty())));
     let service = Memo::new(move |_| live.fleet.with(|fleet| fleet.service(&name.get()).cloned()));
+    // Only existence rebuilds the page; changes to the summary patch the header in place.
+    let exists = Memo::new(move |_| service.with(Option::is_some));
+    let owner = Signal::derive(move || {
+        service.with(|s| s.as_ref().map(|s| s.owner.clone()).unwrap_or_default())
+    });
 
     view! {
         <section class="page">
             <nav class="crumbs" aria-label="Breadcrumb"><A href="/">"Overview"</A>" / "{move || name.get()}</nav>
             <ErrorBoundary fallback=show_errors>
-                {move || match (live.loaded.get(), service.get()) {
-                    (None, _) => Ok(view! { <div class="skeleton" aria-busy="true" data-testid="loading"><div class="skeleton-row"></div></div> }.into_any()),
+                {move || match (live.loaded.get(), exists.get()) {
+                    (None, _) => Ok(view! { <HeaderSkeleton /> }.into_any()),
                     (Some(Err(error)), _) => Err(error),
-                    (Some(Ok(())), Some(service)) => Ok(view! { <ServiceHeader service /> }.into_any()),
-                    (Some(Ok(())), None) => Ok(view! {
+                    (Some(Ok(())), true) => Ok(view! {
+                        <ServiceHeader name />
+                        <div class="service-nav">
+                            <nav class="tabs" aria-label="Service sections" role="tablist">
+                                {Tab::ALL.into_iter().map(|t| view! {
+                                    <a
+                                        href=move || page_href(&name.get(), t, env.get().as_deref())
+                                        role="tab"
+                                        aria-selected=move || (tab.get() == t).to_string()
+                                        class:active=move || tab.get() == t
+                                        data-testid=format!("tab-{}", t.label().to_lowercase())
+                                    >{t.label()}</a>
+                                }).map(IntoAny::into_any).collect_view()}
+                            </nav>
+                            <EnvironmentPicker name tab env />
+                        </div>
+                        <div class="tab-panel" role="tabpanel">
+                            {move || match tab.get() {
+                                Tab::Deployments => view! { <DeploymentsTab name env owner /> }.into_any(),
+                                Tab::Dependencies => view! { <DependencyGraph focus=name.into() /> }.into_any(),
+                                Tab::Databases => view! { <DatabasesTab name env owner /> }.into_any(),
+                            }}
+                        </div>
+                    }.into_any()),
+                    (Some(Ok(())), false) => Ok(view! {
                         <div class="empty" data-testid="service-missing">
                             <h1>{name.get()}</h1>
                             <p>"No service of this name is on the platform. "<A href="/">"See all services"</A></p>
@@ -37,30 +133,318 @@ pub fn ServicePage() -> impl IntoView {
 }
 
 #[component]
-fn ServiceHeader(service: ServiceSummary) -> impl IntoView {
-    let repository = format!("https://github.com/{}", service.repository);
-    let depends_on = service.depends_on.clone();
+fn HeaderSkeleton() -> impl IntoView {
     view! {
-        <header class="service-head" data-testid="service-header">
-            <h1>{service.name.clone()}</h1>
-            <p>{service.description.clone()}</p>
-            <dl class="facts">
-                <dt>"Owner"</dt><dd data-testid="service-owner">{service.owner.clone()}</dd>
-                <dt>"Repository"</dt><dd><a href=repository rel="noreferrer">{service.repository.clone()}</a></dd>
-                <dt>"Template"</dt><dd class="mono">{service.template.clone()}</dd>
-                <dt>"Depends on"</dt>
-                <dd>
-                    {if depends_on.is_empty() {
-                        view! { <span class="muted">"nothing"</span> }.into_any()
+        <div class="skeleton" aria-busy="true" aria-label="Loading the service" data-testid="loading">
+            <div class="skeleton-row skeleton-title"></div>
+            <div class="skeleton-row"></div>
+            <div class="cards">
+                <div class="skeleton-card"></div>
+                <div class="skeleton-card"></div>
+            </div>
+        </div>
+    }
+}
+
+/// Who owns it, where its code lives, what it calls, and each environment at a glance.
+#[component]
+fn ServiceHeader(name: Memo<String>) -> impl IntoView {
+    let live = expect_context::<LiveFleet>();
+    move || {
+        live.fleet.with(|fleet| {
+            fleet.service(&name.get()).cloned().map(|service| {
+                let repository = format!("https://github.com/{}", service.repository);
+                let depends_on = service.depends_on.clone();
+                let cells = service.environments.clone();
+                view! {
+                    <header class="service-head" data-testid="service-header">
+                        <h1>{service.name.clone()}</h1>
+                        <p>{service.description.clone()}</p>
+                        <dl class="facts">
+                            <dt>"Owner"</dt><dd data-testid="service-owner">{service.owner.clone()}</dd>
+                            <dt>"Repository"</dt>
+                            <dd>
+                                <a href=repository.clone() rel="noreferrer">{service.repository.clone()}</a>
+                                " · "<a href=format!("{repository}/blob/main/catalog-info.yaml") rel="noreferrer">"catalog-info.yaml"</a>
+                            </dd>
+                            <dt>"Template"</dt><dd class="mono">{service.template.clone()}</dd>
+                            <dt>"Depends on"</dt>
+                            <dd>
+                                {if depends_on.is_empty() {
+                                    view! { <span class="muted">"nothing"</span> }.into_any()
+                                } else {
+                                    depends_on
+                                        .into_iter()
+                                        .map(|dep| view! { <A href=format!("/services/{dep}") attr:class="chip">{dep.clone()}</A> })
+                                        .map(IntoAny::into_any).collect_view()
+                                        .into_any()
+                                }}
+                            </dd>
+                            <dt>"Environments"</dt>
+                            <dd class="env-summary">
+                                {if cells.is_empty() {
+                                    view! { <span class="muted">"not deployed anywhere yet"</span> }.into_any()
+                                } else {
+                                    cells.into_iter().map(|cell| view! {
+                                        <span class="env-glance" data-env=cell.environment.clone()>
+                                            <strong>{cell.environment.clone()}</strong>" "
+                                            <span class="mono">{cell.version.clone().unwrap_or_default()}</span>" "
+                                            {sync_chip(cell.sync)}
+                                            {health_chip(cell.health)}
+                                            {cell.drift.then(drift_chip)}
+                                        </span>
+                                    }).map(IntoAny::into_any).collect_view().into_any()
+                                }}
+                            </dd>
+                        </dl>
+                    </header>
+                }
+            })
+        })
+    }
+}
+
+/// All environments, or one: `?env=`.
+#[component]
+fn EnvironmentPicker(
+    name: Memo<String>,
+    tab: Memo<Tab>,
+    env: Memo<Option<String>>,
+) -> impl IntoView {
+    let live = expect_context::<LiveFleet>();
+    let choices = Memo::new(move |_| {
+        live.fleet.with(|fleet| {
+            fleet
+                .service(&name.get())
+                .map(|s| {
+                    s.environments
+                        .iter()
+                        .map(|c| c.environment.clone())
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default()
+        })
+    });
+    view! {
+        <nav class="env-picker" aria-label="Environment" data-testid="env-picker">
+            <a href=move || page_href(&name.get(), tab.get(), None)
+                aria-current=move || env.get().is_none().then_some("true")
+                data-testid="env-all">"All environments"</a>
+            {move || choices.get().into_iter().map(|choice| {
+                let selected = env.get().as_deref() == Some(choice.as_str());
+                let href = page_href(&name.get(), tab.get(), Some(&choice));
+                view! {
+                    <a href=href aria-current=selected.then_some("true") data-testid="env-option" data-env=choice.clone()>{choice.clone()}</a>
+                }
+            }).map(IntoAny::into_any).collect_view()}
+        </nav>
+    }
+}
+
+/// One live card per environment; the log panel for the environment whose Logs were opened.
+#[component]
+fn DeploymentsTab(
+    name: Memo<String>,
+    env: Memo<Option<String>>,
+    owner: Signal<String>,
+) -> impl IntoView {
+    let live = expect_context::<LiveFleet>();
+    // Fetched when the tab opens and again after the stream reconnects (card deltas may have been missed).
+    let detail = fetched(move || {
+        let name = name.get();
+        live.resyncs.track();
+        let seq = live.cards.with_untracked(|c| c.seq());
+        async move {
+            api::get_service(&name)
+                .await
+                .map(|detail| (seq, detail.cards))
+        }
+    });
+    // The fetched cards, patched by every newer `card_updated` for this service.
+    let cards: Memo<Option<Result<Vec<Card>, ApiError>>> = Memo::new(move |_| {
+        let fetched = detail.get()?;
+        Some(fetched.map(|(seq, mut cards)| {
+            let name = name.get();
+            live.cards.with(|updates| {
+                for card in updates.newer_than(&name, seq) {
+                    upsert_card(&mut cards, card.clone());
+                }
+            });
+            cards
+        }))
+    });
+    let status = Memo::new(move |_| {
+        cards.with(|c| {
+            c.as_ref()
+                .map(|r| r.as_ref().map(|_| ()).map_err(Clone::clone))
+        })
+    });
+    let shown = Memo::new(move |_| {
+        let only = env.get();
+        cards.with(|cards| {
+            cards
+                .as_ref()
+                .and_then(|r| r.as_ref().ok())
+                .map(|cards| {
+                    cards
+                        .iter()
+                        .filter(|c| only.as_ref().is_none_or(|env| &c.environment == env))
+                        .map(|c| c.environment.clone())
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default()
+        })
+    });
+    let logs: RwSignal<Option<String>> = RwSignal::new(None);
+
+    view! {
+        {move || match status.get() {
+                None => view! {
+                    <div class="cards" aria-busy="true" aria-label="Loading deployments" data-testid="loading">
+                        <div class="skeleton-card"></div>
+                        <div class="skeleton-card"></div>
+                    </div>
+                }.into_any(),
+                Some(Err(error)) => show_error(&error),
+                Some(Ok(())) => view! {
+                    <Show when=move || !shown.with(Vec::is_empty) fallback=move || view! {
+                        <p class="empty" data-testid="no-deployments">
+                            {match env.get() {
+                                Some(env) => format!("{} does not run in {env}. Pick another environment above.", name.get()),
+                                None => format!("{} is not deployed anywhere yet. It appears here once its first Release exists and Argo CD has an Application for it.", name.get()),
+                            }}
+                        </p>
+                    }>
+                        <div class="cards">
+                            <For each=move || shown.get() key=|env| env.clone() let:environment>
+                                <DeploymentCard
+                                    card=Signal::derive({
+                                        let environment = environment.clone();
+                                        move || cards.with(|c| c.as_ref().and_then(|r| r.as_ref().ok()).and_then(|cards| cards.iter().find(|c| c.environment == environment).cloned()))
+                                    })
+                                    owner
+                                    logs
+                                />
+                            </For>
+                        </div>
+                    </Show>
+                }.into_any(),
+            }}
+        {move || logs.get().map(|environment| {
+            let pods: Signal<Vec<PodView>> = Signal::derive({
+                let environment = environment.clone();
+                move || cards.with(|c| c.as_ref().and_then(|r| r.as_ref().ok()).and_then(|cards| cards.iter().find(|c| c.environment == environment).map(|c| c.pods.clone())).unwrap_or_default())
+            });
+            view! { <LogPanel service=name.into() environment pods on_close=Callback::new(move |()| logs.set(None)) /> }
+        })}
+    }
+}
+
+/// Databases bound to the service, per environment: available, schema, bound components, checks.
+#[component]
+fn DatabasesTab(
+    name: Memo<String>,
+    env: Memo<Option<String>>,
+    owner: Signal<String>,
+) -> impl IntoView {
+    let session = expect_context::<Session>();
+    let databases = fetched(move || {
+        let name = name.get();
+        async move { api::list_databases(&name).await }
+    });
+    let hidden_reason = move || {
+        session
+            .info()
+            .map(|info| info.decide(Permission::ReadDatabaseErrors, Some(&owner.get())))
+    };
+    view! {
+            {move || match databases.get() {
+                None => view! {
+                    <div class="skeleton" aria-busy="true" aria-label="Loading databases" data-testid="loading">
+                        <div class="skeleton-row"></div><div class="skeleton-row"></div>
+                    </div>
+                }.into_any(),
+                Some(Err(error)) => show_error(&error),
+                Some(Ok(list)) => {
+                    let only = env.get();
+                    let rows: Vec<DatabaseView> = list.into_iter().filter(|d| only.as_ref().is_none_or(|e| &d.environment == e)).collect();
+                    if rows.is_empty() {
+                        view! {
+                            <p class="empty" data-testid="no-databases">
+                                {format!("{} has no database{}. ", name.get(), only.map(|e| format!(" in {e}")).unwrap_or_default())}
+                                "Ask for one by PR: a Database in platform/environments/<env>/, bound from the service's Release."
+                            </p>
+                        }.into_any()
                     } else {
-                        depends_on
-                            .into_iter()
-                            .map(|dep| view! { <A href=format!("/services/{dep}") attr:class="chip">{dep.clone()}</A> })
-                            .collect_view()
-                            .into_any()
-                    }}
-                </dd>
-            </dl>
-        </header>
+                        view! {
+                            <table class="fleet databases">
+                                <thead><tr>
+                                    <th scope="col">"Database"</th><th scope="col">"Available"</th><th scope="col">"Schema"</th>
+                                    <th scope="col">"Bound to"</th><th scope="col">"Checks"</th>
+                                </tr></thead>
+                                <tbody>
+                                    {rows.into_iter().map(|db| view! { <DatabaseRow db hidden_reason=hidden_reason() /> }).map(IntoAny::into_any).collect_view()}
+                                </tbody>
+                            </table>
+                        }.into_any()
+                    }
+                }
+            }}
+    }
+}
+
+#[component]
+fn DatabaseRow(db: DatabaseView, hidden_reason: Option<shared::auth::Decision>) -> impl IntoView {
+    use shared::view::Tone;
+    let applied = db.applied_version.clone().unwrap_or_else(|| "none".into());
+    let code = db.code_version.clone().unwrap_or_else(|| "unknown".into());
+    let any_hidden = db.checks.iter().any(|c| c.error_hidden);
+    view! {
+        <tr data-testid="database-row" data-database=db.name.clone() data-env=db.environment.clone()>
+            <th scope="row">
+                <span class="mono">{db.name.clone()}</span>
+                <span class="muted small">{format!(" {} · {}", db.environment, db.size)}</span>
+                {db.endpoint.clone().map(|e| view! { <div class="mono muted small">{e}</div> })}
+            </th>
+            <td>
+                {if db.available {
+                    tone_chip(Tone::Ok, "Available", Some("database-available"))
+                } else {
+                    tone_chip(Tone::Bad, "Not available", Some("database-available"))
+                }}
+            </td>
+            <td>
+                {format!("applied {applied} · newest in code {code} ")}
+                {if db.up_to_date {
+                    tone_chip(Tone::Ok, "Up to date", Some("database-schema"))
+                } else {
+                    tone_chip(Tone::Warn, "Behind the code", Some("database-schema"))
+                }}
+            </td>
+            <td>
+                {db.bound_components.iter().map(|c| view! { <a href=format!("/services/{c}") class="chip">{c.clone()}</a> }).map(IntoAny::into_any).collect_view()}
+            </td>
+            <td>
+                <ul class="checks">{db.checks.into_iter().map(check).map(IntoAny::into_any).collect_view()}</ul>
+                {any_hidden.then(|| hidden_reason.and_then(permission_reason))}
+            </td>
+        </tr>
+    }
+}
+
+fn check(check: SchemaCheckView) -> impl IntoView {
+    use shared::view::Tone;
+    let tone = match check.state.as_str() {
+        "Succeeded" => Tone::Ok,
+        "Running" | "Pending" => Tone::Progress,
+        "Failed" => Tone::Bad,
+        _ => Tone::Unknown,
+    };
+    view! {
+        <li data-testid="schema-check" data-state=check.state.clone()>
+            {tone_chip(tone, check.state.clone(), Some("check-state"))}" "
+            <span class="mono">{check.name.clone()}</span>
+            {check.error.map(|e| view! { <pre class="db-error" data-testid="database-error">{e}</pre> })}
+        </li>
     }
 }

@@ -17,7 +17,14 @@ pub fn SignIn() -> impl IntoView {
         if path == "/sign-in" {
             "/".to_string()
         } else {
-            format!("{path}{}", location.search.get())
+            // The router's search string comes without its `?`.
+            let search = location.search.get();
+            let search = search.trim_start_matches('?');
+            if search.is_empty() {
+                path
+            } else {
+                format!("{path}?{search}")
+            }
         }
     };
     let github_href = move || {

@@ -1,0 +1,6 @@
+//! Widgets more than one page uses.
+
+pub mod dependency_graph;
+pub mod deployment_card;
+pub mod log_panel;
+pub mod status;

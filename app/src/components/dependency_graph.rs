@@ -1,0 +1,141 @@
+//! The dependsOn graph around one service, laid out in columns by `shared::view::dependency_layout`:
+//! callers on the left, what they call on the right. Nodes are links; edges an SVG underneath.
+
+use std::collections::BTreeMap;
+
+use leptos::prelude::*;
+use shared::view::{Tone, dependency_layout, rollup};
+
+use crate::components::status::glyph;
+use crate::live::LiveFleet;
+
+const NODE_WIDTH: usize = 180;
+const NODE_HEIGHT: usize = 44;
+const COLUMN_GAP: usize = 64;
+const ROW_GAP: usize = 14;
+
+/// The graph for `focus`, live: a service added or changed in the fleet redraws it.
+#[component]
+pub fn DependencyGraph(focus: Signal<String>) -> impl IntoView {
+    let live = expect_context::<LiveFleet>();
+    move || {
+        let graph = live.fleet.with(|fleet| {
+            fleet
+                .services()
+                .map(|s| (s.name.clone(), s.depends_on.clone()))
+                .collect::<BTreeMap<_, _>>()
+        });
+        let name = focus.get();
+        let layout = dependency_layout(&graph, &name);
+        let calls: Vec<String> = graph.get(&name).cloned().unwrap_or_default();
+        let callers: Vec<String> = graph
+            .iter()
+            .filter(|(_, deps)| deps.contains(&name))
+            .map(|(caller, _)| caller.clone())
+            .collect();
+        let mut column_sizes = vec![0_usize; layout.columns];
+        for node in &layout.nodes {
+            column_sizes[node.column] += 1;
+        }
+        let position = |column: usize, row: usize| {
+            let x = column * (NODE_WIDTH + COLUMN_GAP);
+            // Centre short columns against the tallest.
+            let offset = (layout.rows - column_sizes[column]) * (NODE_HEIGHT + ROW_GAP) / 2;
+            let y = offset + row * (NODE_HEIGHT + ROW_GAP);
+            (x, y)
+        };
+        let width = layout.columns * (NODE_WIDTH + COLUMN_GAP) - COLUMN_GAP;
+        let height = layout.rows * (NODE_HEIGHT + ROW_GAP) - ROW_GAP;
+        let edges = layout
+            .edges
+            .iter()
+            .map(|(from, to)| {
+                let (a, b) = (&layout.nodes[*from], &layout.nodes[*to]);
+                let (x1, y1) = position(a.column, a.row);
+                let (x2, y2) = position(b.column, b.row);
+                let (x1, y1) = (x1 + NODE_WIDTH, y1 + NODE_HEIGHT / 2);
+                let y2 = y2 + NODE_HEIGHT / 2;
+                let mid = (x1 + x2) / 2;
+                let d = format!(
+                    "M{x1},{y1} C{mid},{y1} {mid},{y2} {},{y2}",
+                    x2.saturating_sub(4)
+                );
+                view! { <path d=d marker-end="url(#arrow)" /> }
+            })
+            .map(IntoAny::into_any)
+            .collect_view();
+        let nodes = layout
+            .nodes
+            .iter()
+            .map(|node| {
+                let (x, y) = position(node.column, node.row);
+                let (owner, tone) = live.fleet.with(|fleet| {
+                    fleet
+                        .service(&node.name)
+                        .map(|s| (s.owner.clone(), rollup(&s.environments)))
+                        .unwrap_or_else(|| ("not in the catalog".into(), Tone::Unknown))
+                });
+                let status = match tone {
+                    Tone::Ok => "all good",
+                    Tone::Progress => "rolling out",
+                    Tone::Unknown => "unknown",
+                    Tone::Warn => "needs a look",
+                    Tone::Bad => "failing",
+                };
+                view! {
+                    <a
+                        href=format!("/services/{}?tab=dependencies", node.name)
+                        class=format!("graph-node {}", tone.class())
+                        class:graph-focus=node.focus
+                        class:graph-unknown=!node.known
+                        data-testid="dependency-node"
+                        data-service=node.name.clone()
+                        aria-current=node.focus.then_some("page")
+                        style:left=format!("{x}px")
+                        style:top=format!("{y}px")
+                        style:width=format!("{NODE_WIDTH}px")
+                        style:height=format!("{NODE_HEIGHT}px")
+                    >
+                        <strong>{node.name.clone()}</strong>
+                        <span class="muted small">
+                            <span class="glyph" aria-hidden="true">{glyph(tone)}</span>
+                            {format!(" {owner} · {status}")}
+                        </span>
+                    </a>
+                }
+            })
+            .map(IntoAny::into_any)
+            .collect_view();
+        let list = |names: &[String]| {
+            if names.is_empty() {
+                "nothing".to_string()
+            } else {
+                names.join(", ")
+            }
+        };
+        let alone = calls.is_empty() && callers.is_empty();
+        view! {
+            <p class="muted" data-testid="dependency-summary">
+                {format!("{name} calls {}; called by {}.", list(&calls), list(&callers))}
+            </p>
+            {alone.then(|| view! {
+                <p class="empty" data-testid="dependencies-empty">
+                    "Nothing here yet: dependencies come from dependsOn in the service's Component. Add one there by PR and it appears as soon as it merges."
+                </p>
+            })}
+            <div class="graph-scroll">
+                <div class="graph" style:width=format!("{width}px") style:height=format!("{height}px")>
+                    <svg class="graph-edges" width=width height=height viewBox=format!("0 0 {width} {height}") aria-hidden="true">
+                        <defs>
+                            <marker id="arrow" viewBox="0 0 8 8" refX="7" refY="4" markerWidth="8" markerHeight="8" orient="auto">
+                                <path d="M0,0 L8,4 L0,8 z" />
+                            </marker>
+                        </defs>
+                        {edges}
+                    </svg>
+                    {nodes}
+                </div>
+            </div>
+        }
+    }
+}

@@ -1,0 +1,518 @@
+//! The deployment card: everything about a service in one environment, top to bottom as UX.md orders it.
+//! The body re-renders from the card signal whenever a `card_updated` arrives; the actions keep their state.
+
+use leptos::prelude::*;
+use shared::ApiError;
+use shared::auth::Permission;
+use shared::fleet::{
+    ApplicationView, CloudResourceView, CommitView, DeploymentCard as Card, PodView, RolloutView,
+    SchemaView, SecretView, SyncResponse,
+};
+use shared::view::{
+    age_or_raw, deployed_at, is_crashloop, resource_has_problem, secret_has_problem, since,
+    step_label, step_states,
+};
+
+use crate::api;
+use crate::app::Session;
+use crate::components::status::{
+    banner, chip, health_chip, permission_reason, sync_chip, tone_chip,
+};
+use crate::live::LiveFleet;
+use shared::view::Tone;
+
+/// How many commits "what changed" shows before folding the rest.
+const COMMITS_SHOWN: usize = 5;
+
+/// One environment of a service. `card` is `None` for a moment when the card goes away.
+#[component]
+pub fn DeploymentCard(
+    /// The card, kept current by the page.
+    card: Signal<Option<Card>>,
+    /// The owner team, for the permission checks.
+    owner: Signal<String>,
+    /// Set to this card's environment to open the log panel.
+    logs: RwSignal<Option<String>>,
+) -> impl IntoView {
+    let live = expect_context::<LiveFleet>();
+    // A card's service and environment never change: the page keys cards by environment.
+    let (service, environment) = card
+        .with_untracked(|c| {
+            c.as_ref()
+                .map(|c| (c.service.clone(), c.environment.clone()))
+        })
+        .unwrap_or_default();
+    let unreachable =
+        move || card.with(|c| c.as_ref().is_some_and(|c| c.unreachable_since.is_some()));
+    let data_env = environment.clone();
+    let labelled_by = format!("card-{environment}");
+    view! {
+        <article
+            class="card"
+            class:card-stale=unreachable
+            data-testid="deployment-card"
+            data-env=data_env
+            aria-labelledby=labelled_by
+        >
+            {move || {
+                let now = live.now.get();
+                card.with(|card| card.as_ref().map(|card| body(card, &now)))
+            }}
+            <Actions service environment owner logs />
+        </article>
+    }
+}
+
+fn body(card: &Card, now: &str) -> AnyView {
+    let version = card
+        .running_version
+        .clone()
+        .or_else(|| card.release.as_ref().map(|r| r.version.clone()));
+    let image = card.release.as_ref().map(|r| r.image.clone());
+    let asked_for = card
+        .release
+        .as_ref()
+        .map(|r| r.version.clone())
+        .filter(|asked| {
+            card.running_version
+                .as_ref()
+                .is_some_and(|running| running != asked)
+        });
+    let deployed = deployed_at(card).map(|at| format!("deployed {}", age_or_raw(at, now)));
+    view! {
+        <header class="card-head">
+            <h2 id=format!("card-{}", card.environment)>{card.environment.clone()}</h2>
+            <span class="mono version" data-testid="card-version" title=image.clone()>
+                {version.unwrap_or_else(|| "no version".into())}
+            </span>
+            {deployed.map(|d| view! { <span class="muted">{d}</span> })}
+            {auto_deploy(card)}
+        </header>
+        {image.map(|image| view! { <p class="mono muted image">{image}</p> })}
+        {asked_for.map(|asked| banner(Tone::Warn, "≠", "version-drift",
+            format!("The Release asks for {asked}; the pods run something else.")))}
+        {card.unreachable_since.as_ref().map(|at| banner(Tone::Unknown, "⚠", "unreachable",
+            format!("The {} cluster is unreachable {}. What follows is its last known state.", card.environment, since(at, now))))}
+        {changes(card, now)}
+        {card.rollout.as_ref().map(rollout)}
+        {application(card.application.as_ref(), now)}
+        {card.schema.as_ref().map(schema)}
+        {secrets(&card.secrets, now)}
+        {cloud_resources(&card.cloud_resources)}
+        {pods(&card.pods, now)}
+    }
+    .into_any()
+}
+
+fn auto_deploy(card: &Card) -> Option<impl IntoView> {
+    let release = card.release.as_ref()?;
+    if card.environment != "dev" && !release.auto_deploy {
+        return None;
+    }
+    let on = release.auto_deploy;
+    Some(view! {
+        <span
+            class="chip"
+            class=(["tone-ok"], on)
+            data-testid="auto-deploy"
+            data-value=if on { "on" } else { "off" }
+            title=if on { "Dev follows every green build of main" } else { "Dev moves only when someone changes its Release" }
+        >
+            {if on { "Auto-deploy on" } else { "Auto-deploy off" }}
+        </span>
+    })
+}
+
+fn changes(card: &Card, now: &str) -> impl IntoView {
+    let heading = match &card.previous_version {
+        Some(previous) => {
+            view! { "What changed since "<span class="mono">{previous.clone()}</span> }.into_any()
+        }
+        None => view! { "What changed" }.into_any(),
+    };
+    let content = if card.changes.is_empty() {
+        let text = if card.previous_version.is_some() {
+            "No commits between the two versions (a redeploy of the same code)."
+        } else {
+            "No earlier version is known, so there is nothing to compare with."
+        };
+        view! { <p class="muted">{text}</p> }.into_any()
+    } else {
+        let shown = card
+            .changes
+            .iter()
+            .take(COMMITS_SHOWN)
+            .map(|c| commit(c, now))
+            .map(IntoAny::into_any)
+            .collect_view();
+        let rest: Vec<_> = card
+            .changes
+            .iter()
+            .skip(COMMITS_SHOWN)
+            .map(|c| commit(c, now))
+            .collect();
+        let rest = (!rest.is_empty()).then(|| {
+            let count = rest.len();
+            view! {
+                <details>
+                    <summary>{format!("{count} more commit{}", if count == 1 { "" } else { "s" })}</summary>
+                    <ul class="commits">{rest}</ul>
+                </details>
+            }
+        });
+        view! { <ul class="commits" data-testid="changes">{shown}</ul>{rest} }.into_any()
+    };
+    view! { <section class="card-section"><h3>{heading}</h3>{content}</section> }
+}
+
+fn commit(commit: &CommitView, now: &str) -> impl IntoView + use<> {
+    view! {
+        <li data-testid="commit">
+            <span class="mono">{commit.sha.clone()}</span>" "
+            <span>{commit.message.clone()}</span>" "
+            <span class="muted">{format!("{} · {}", commit.author, age_or_raw(&commit.at, now))}</span>
+        </li>
+    }
+}
+
+fn rollout(rollout: &RolloutView) -> impl IntoView + use<> {
+    let states = step_states(rollout.steps.len(), rollout.current_step);
+    let steps = rollout
+        .steps
+        .iter()
+        .zip(states)
+        .map(|(step, state)| {
+            view! {
+                <li class=format!("step step-{}", state.as_str()) data-testid="rollout-step" data-state=state.as_str()>
+                    <span class="visually-hidden">{format!("{}: ", state.as_str())}</span>
+                    {step_label(step)}
+                </li>
+            }
+        })
+        .map(IntoAny::into_any).collect_view();
+    view! {
+        <section class="card-section">
+            <h3>"Rollout"</h3>
+            <p>
+                <span data-testid="rollout-phase">{rollout.phase.clone()}</span>
+                <span class="muted">
+                    {format!(" · {}/{} ready · {} updated", rollout.ready_replicas, rollout.replicas, rollout.updated_replicas)}
+                </span>
+            </p>
+            {(!rollout.steps.is_empty()).then(|| view! { <ol class="steps" aria-label="Canary steps">{steps}</ol> })}
+            {rollout.message.clone().map(|m| view! { <p class="muted">{m}</p> })}
+        </section>
+    }
+}
+
+fn application(application: Option<&ApplicationView>, now: &str) -> AnyView {
+    let Some(app) = application else {
+        return view! {
+            <section class="card-section">
+                <p class="muted" data-testid="no-application">
+                    "Argo CD has no Application for this environment yet. It appears once the release operator has written the derived files."
+                </p>
+            </section>
+        }
+        .into_any();
+    };
+    let last_sync = app.operation.as_ref().map(|op| {
+        let when = op
+            .finished_at
+            .as_deref()
+            .or(op.started_at.as_deref())
+            .map(|at| age_or_raw(at, now))
+            .unwrap_or_default();
+        let failed = matches!(op.phase.as_str(), "Failed" | "Error");
+        view! {
+            <p data-testid="last-sync" class:error-inline=failed>
+                {format!("Last sync {} {when}", op.phase.to_lowercase())}
+                {op.message.clone().map(|m| view! { <span class="muted op-message" data-testid="operation-message">{format!(" — {m}")}</span> })}
+            </p>
+        }
+        .into_any()
+    });
+    let urls = app
+        .external_urls
+        .iter()
+        .map(|url| view! { <a href=url.clone() rel="noreferrer" target="_blank" data-testid="public-url">{url.clone()}</a>" " })
+        .map(IntoAny::into_any).collect_view();
+    view! {
+        <section class="card-section">
+            <p class="chips">
+                {sync_chip(app.sync)}
+                {health_chip(app.health)}
+                {app.revision.clone().map(|r| view! { <span class="mono muted" title="Target revision">{r}</span> })}
+            </p>
+            {app.health_message.clone().map(|m| view! { <p class="muted" data-testid="health-message">{m}</p> })}
+            {last_sync.unwrap_or_else(|| view! { <p class="muted" data-testid="last-sync">"Never synced"</p> }.into_any())}
+            {app.reconciled_at.as_deref().map(|at| view! { <p class="muted small">{format!("Argo CD compared {}", age_or_raw(at, now))}</p> })}
+            {(!app.external_urls.is_empty()).then(|| view! { <p class="urls">{urls}</p> })}
+        </section>
+    }
+    .into_any()
+}
+
+fn schema(schema: &SchemaView) -> impl IntoView + use<> {
+    let applied = schema
+        .applied_version
+        .clone()
+        .unwrap_or_else(|| "none".into());
+    let code = schema
+        .code_version
+        .clone()
+        .unwrap_or_else(|| "unknown".into());
+    let status = if schema.behind {
+        let missing = if schema.missing_migrations.is_empty() {
+            String::new()
+        } else {
+            format!(" Missing: {}.", schema.missing_migrations.join(", "))
+        };
+        banner(
+            Tone::Warn,
+            "!",
+            "schema-warning",
+            format!(
+                "Database {} is behind the code: applied {applied}, the running code ships {code}.{missing} \
+             Publish the schema by PR before the code needs it.",
+                schema.database
+            ),
+        )
+    } else {
+        view! {
+            <p data-testid="schema-ok">
+                {tone_chip(Tone::Ok, "Up to date", None)}
+                {format!("{}: schema {applied}", schema.database)}
+            </p>
+        }
+        .into_any()
+    };
+    view! {
+        <section class="card-section">
+            <h3>"Database schema"</h3>
+            {status}
+            {schema.failed_check.clone().map(|check| view! {
+                <p class="banner tone-bad" data-testid="schema-check-failed">
+                    <span class="glyph" aria-hidden="true">"✕"</span>
+                    {format!("Applying failed at {check}. ")}
+                    <a href="?tab=databases">"See the Databases tab"</a>
+                </p>
+            })}
+        </section>
+    }
+}
+
+fn secrets(secrets: &[SecretView], now: &str) -> Option<AnyView> {
+    if secrets.is_empty() {
+        return None;
+    }
+    let (problems, fine): (Vec<_>, Vec<_>) = secrets.iter().partition(|s| secret_has_problem(s));
+    let problems = problems
+        .into_iter()
+        .map(|secret| {
+            let refreshed = secret
+                .refreshed_at
+                .as_deref()
+                .map(|at| format!("last refreshed {}", age_or_raw(at, now)))
+                .unwrap_or_else(|| "never refreshed".into());
+            let interval = secret
+                .refresh_interval
+                .as_deref()
+                .map(|i| format!(", refreshes every {i}"))
+                .unwrap_or_default();
+            view! {
+                <li class="problem">
+                    <span class="mono">{secret.name.clone()}</span>" "
+                    {(!secret.ready).then(|| tone_chip(Tone::Bad, "Not ready", Some("secret-not-ready")))}
+                    {secret.stale.then(|| chip(Tone::Warn, "⏱", "Stale".into(), Some("secret-stale")))}
+                    <span class="muted">{format!("{refreshed}{interval}")}</span>
+                    {secret.message.clone().map(|m| view! { <p class="muted">{m}</p> })}
+                </li>
+            }
+        })
+        .map(IntoAny::into_any).collect_view();
+    Some(
+        view! {
+            <section class="card-section">
+                <h3>"Secrets"</h3>
+                <ul class="problems">{problems}</ul>
+                {folded(fine.iter().map(|s| s.name.clone()).collect(), "secret", "ready and fresh")}
+            </section>
+        }
+        .into_any(),
+    )
+}
+
+fn cloud_resources(resources: &[CloudResourceView]) -> Option<AnyView> {
+    if resources.is_empty() {
+        return None;
+    }
+    let (problems, fine): (Vec<_>, Vec<_>) =
+        resources.iter().partition(|r| resource_has_problem(r));
+    let problems = problems
+        .into_iter()
+        .map(|r| {
+            let conditions = format!(
+                "{} · {}",
+                if r.ready { "Ready" } else { "Not ready" },
+                if r.synced { "Synced" } else { "Not synced" }
+            );
+            view! {
+                <li class="problem">
+                    <span class="mono">{format!("{}/{}", r.kind, r.name)}</span>" "
+                    {tone_chip(Tone::Bad, conditions, None)}
+                    {r.message.clone().map(|m| view! { <p class="composition-error" data-testid="composition-error">{m}</p> })}
+                </li>
+            }
+        })
+        .map(IntoAny::into_any).collect_view();
+    Some(view! {
+        <section class="card-section">
+            <h3>"Cloud resources"</h3>
+            <ul class="problems">{problems}</ul>
+            {folded(fine.iter().map(|r| format!("{}/{}", r.kind, r.name)).collect(), "resource", "ready and synced")}
+        </section>
+    }.into_any())
+}
+
+/// The things without problems, folded: "3 secrets ready and fresh".
+fn folded(
+    names: Vec<String>,
+    noun: &'static str,
+    state: &'static str,
+) -> Option<impl IntoView + use<>> {
+    if names.is_empty() {
+        return None;
+    }
+    let count = names.len();
+    Some(view! {
+        <details class="folded">
+            <summary>
+                <span class="glyph ok" aria-hidden="true">"✓ "</span>
+                {format!("{count} {noun}{} {state}", if count == 1 { "" } else { "s" })}
+            </summary>
+            <ul>{names.into_iter().map(|n| view! { <li class="mono">{n}</li> }).map(IntoAny::into_any).collect_view()}</ul>
+        </details>
+    })
+}
+
+fn pods(pods: &[PodView], now: &str) -> impl IntoView + use<> {
+    let content = if pods.is_empty() {
+        view! { <p class="muted">"No pods run here."</p> }.into_any()
+    } else {
+        let rows = pods
+            .iter()
+            .map(|pod| {
+                let crashloop = is_crashloop(pod);
+                let waiting = pod.waiting_reason.clone().filter(|_| !crashloop);
+                view! {
+                    <tr data-testid="pod-row" data-pod=pod.name.clone() data-restarts=pod.restarts.to_string()>
+                        <td class="mono">{pod.name.clone()}</td>
+                        <td>
+                            {pod.phase.clone()}" "
+                            {if pod.ready { tone_chip(Tone::Ok, "Ready", None) } else { tone_chip(Tone::Bad, "Not ready", None) }}
+                            {crashloop.then(|| chip(Tone::Bad, "↻", "CrashLoopBackOff".into(), Some("crashloop")))}
+                            {waiting.map(|w| tone_chip(Tone::Warn, w, None))}
+                        </td>
+                        <td class:restarts-high={pod.restarts > 0}>{format!("{} restart{}", pod.restarts, if pod.restarts == 1 { "" } else { "s" })}</td>
+                        <td class="muted">{pod.started_at.as_deref().map(|at| format!("started {}", age_or_raw(at, now)))}</td>
+                    </tr>
+                }
+            })
+            .map(IntoAny::into_any).collect_view();
+        view! { <table class="pods"><tbody>{rows}</tbody></table> }.into_any()
+    };
+    view! { <section class="card-section"><h3>"Pods"</h3>{content}</section> }
+}
+
+/// Sync, Force sync and Logs for owners; the reason for everybody else.
+#[component]
+fn Actions(
+    service: String,
+    environment: String,
+    owner: Signal<String>,
+    logs: RwSignal<Option<String>>,
+) -> impl IntoView {
+    let session = expect_context::<Session>();
+    let decide = move |permission| {
+        session
+            .info()
+            .map(|info| info.decide(permission, Some(&owner.get())))
+            .unwrap_or(shared::auth::Decision::SignInRequired)
+    };
+    let sync = Action::new_local({
+        let environment = environment.clone();
+        move |force: &bool| {
+            let force = *force;
+            let service = service.clone();
+            let environment = environment.clone();
+            async move { api::sync(&service, &environment, force).await }
+        }
+    });
+    let confirming_force = RwSignal::new(false);
+
+    view! {
+        <footer class="card-actions">
+            {move || {
+                let decision = decide(Permission::Sync);
+                if decision.allowed() {
+                    view! {
+                        <button type="button" data-testid="sync-button" disabled=move || sync.pending().get()
+                            on:click=move |_| { sync.dispatch(false); }>
+                            {move || if sync.pending().get() { "Syncing…" } else { "Sync" }}
+                        </button>
+                        <Show when=move || confirming_force.get() fallback=move || view! {
+                            <button type="button" data-testid="force-sync-button" disabled=move || sync.pending().get()
+                                on:click=move |_| confirming_force.set(true)>"Force sync…"</button>
+                        }>
+                            <span class="confirm" role="group" aria-label="Confirm force sync">
+                                "Force replaces resources that cannot be patched. "
+                                <button type="button" class="danger" data-testid="force-sync-confirm"
+                                    on:click=move |_| { confirming_force.set(false); sync.dispatch(true); }>"Force sync"</button>
+                                <button type="button" class="link" on:click=move |_| confirming_force.set(false)>"Cancel"</button>
+                            </span>
+                        </Show>
+                    }.into_any()
+                } else {
+                    permission_reason(decision).into_any()
+                }
+            }}
+            {move || {
+                let decision = decide(Permission::ReadLogs);
+                if decision.allowed() {
+                    view! {
+                        <button type="button" data-testid="logs-button"
+                            aria-pressed={
+                                let environment = environment.clone();
+                                move || (logs.get().as_deref() == Some(environment.as_str())).to_string()
+                            }
+                            on:click={
+                                let environment = environment.clone();
+                                move |_| logs.set(Some(environment.clone()))
+                            }>"Logs"</button>
+                    }.into_any()
+                } else {
+                    permission_reason(decision).into_any()
+                }
+            }}
+            {move || sync.value().get().map(sync_outcome)}
+        </footer>
+    }
+}
+
+fn sync_outcome(result: Result<SyncResponse, ApiError>) -> impl IntoView {
+    match result {
+        Ok(response) => view! {
+            <p class="outcome" role="status" data-testid="sync-result">
+                {format!("Sync of {} started: {}. The card updates as Argo CD reports.", response.application, response.message)}
+            </p>
+        }
+        .into_any(),
+        Err(error) => view! {
+            <p class="error-inline" role="alert" data-testid="sync-error">
+                {format!("Sync did not start: {error} Try again in a moment; if it keeps failing, Argo CD may be down.")}
+            </p>
+        }
+        .into_any(),
+    }
+}
