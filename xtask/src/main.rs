@@ -1,5 +1,6 @@
 //! Tower's build orchestration, run as `cargo xtask <command>` (see `.cargo/config.toml`).
 
+mod bench;
 mod dist;
 mod run;
 mod test;
@@ -33,6 +34,8 @@ enum Command {
         #[arg(last = true)]
         args: Vec<String>,
     },
+    /// Measure what the issues set targets for (service list latency and throughput at scale).
+    Bench(bench::BenchArgs),
     /// Format check, clippy (native and wasm32), tests, then the Playwright suite.
     Test {
         /// Skip the SPA build and the browser tests.
@@ -46,6 +49,7 @@ fn main() -> ExitCode {
         Command::Dist { index_html } => dist::dist(index_html.as_deref()),
         Command::Run { args } => run::run(&args),
         Command::Test { skip_e2e } => test::test(skip_e2e),
+        Command::Bench(args) => bench::bench(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,231 @@
+//! `cargo xtask bench`: the numbers the issues set targets for, measured on this machine and printed.
+//!
+//! Today: `GET /api/v1/services` answered from the watch caches at `--scale N` services, loaded with `wrk`
+//! over loopback (p50/p99 latency and requests per second), gzip (as browsers ask) and plain.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use crate::util;
+
+/// Options of `cargo xtask bench`.
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    /// Services the sandbox generates.
+    #[arg(long, default_value_t = 1000)]
+    pub scale: usize,
+    /// Seconds each load run lasts.
+    #[arg(long, default_value_t = 15)]
+    pub duration: u64,
+    /// Concurrent connections.
+    #[arg(long, default_value_t = 32)]
+    pub connections: u32,
+}
+
+const TOWER: &str = "127.0.0.1:18700";
+const SANDBOX: &str = "127.0.0.1:18701";
+
+/// Kills the server when the bench ends, however it ends.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Runs the benchmark.
+pub fn bench(args: &BenchArgs) -> Result<()> {
+    ensure_wrk()?;
+    util::run(&mut util::cargo([
+        "build",
+        "--release",
+        "-p",
+        "server",
+        "--bin",
+        "tower",
+    ]))?;
+    let binary = util::repo_root().join("target/release/tower");
+    let started = Instant::now();
+    let mut serve = util::command(&binary);
+    serve
+        .args([
+            "serve",
+            "--sandbox",
+            "--sandbox-no-metrics",
+            "--listen",
+            TOWER,
+            "--sandbox-listen",
+            SANDBOX,
+        ])
+        .args(["--scale", &args.scale.to_string(), "--assets", "dist"])
+        .env("TOWER_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
+    util::announce(&serve);
+    let _server = Server(serve.spawn().context("starting tower")?);
+
+    let cookie = wait_for_guest_session(Duration::from_secs(180))?;
+    let services = wait_for_services(&cookie, args.scale, Duration::from_secs(180))?;
+    println!(
+        "tower is up with {services} services after {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+
+    let url = format!("http://{TOWER}/api/v1/services");
+    let mut rows = Vec::new();
+    for (label, encoding) in [("gzip", "gzip"), ("identity", "identity")] {
+        let mut wrk = util::command("wrk");
+        wrk.args([
+            "-t2",
+            &format!("-c{}", args.connections),
+            &format!("-d{}s", args.duration),
+            "--latency",
+        ])
+        .args([
+            "-H",
+            &format!("Cookie: {cookie}"),
+            "-H",
+            &format!("Accept-Encoding: {encoding}"),
+        ])
+        .arg(&url);
+        let output = util::read(&mut wrk)?;
+        println!("{output}");
+        rows.push((label, parse_wrk(&output)?));
+    }
+    println!(
+        "\nGET /api/v1/services at {services} services, {} connections, {} s each:",
+        args.connections, args.duration
+    );
+    println!(
+        "{:<10} {:>10} {:>10} {:>12} {:>12}",
+        "encoding", "p50", "p99", "requests/s", "transfer/s"
+    );
+    for (label, result) in &rows {
+        println!(
+            "{label:<10} {:>10} {:>10} {:>12.0} {:>12}",
+            result.p50, result.p99, result.requests_per_second, result.transfer
+        );
+    }
+    Ok(())
+}
+
+fn ensure_wrk() -> Result<()> {
+    if Command::new("wrk").arg("--version").output().is_ok() {
+        return Ok(());
+    }
+    if util::read(util::command("id").arg("-u")).is_ok_and(|id| id.trim() == "0") {
+        util::run(util::command("apt-get").args(["install", "-y", "wrk"]))
+    } else {
+        bail!("the bench needs wrk: sudo apt-get install wrk")
+    }
+}
+
+fn curl(args: &[&str]) -> Result<String> {
+    util::read(
+        util::command("curl")
+            .args(["-s", "--max-time", "10"])
+            .args(args),
+    )
+}
+
+fn wait_for_guest_session(limit: Duration) -> Result<String> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let headers = curl(&[
+            "-D",
+            "-",
+            "-o",
+            "/dev/null",
+            "-X",
+            "POST",
+            "-H",
+            "x-tower-csrf: 1",
+            &format!("http://{TOWER}/api/v1/session/guest"),
+        ]);
+        if let Ok(headers) = headers
+            && let Some(cookie) = headers
+                .lines()
+                .find_map(|l| {
+                    l.strip_prefix("set-cookie: ")
+                        .or_else(|| l.strip_prefix("Set-Cookie: "))
+                })
+                .and_then(|c| c.split(';').next())
+        {
+            return Ok(cookie.to_string());
+        }
+        if Instant::now() > deadline {
+            bail!("tower did not come up within {} s", limit.as_secs());
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+fn wait_for_services(cookie: &str, wanted: usize, limit: Duration) -> Result<usize> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let body = curl(&[
+            "-H",
+            &format!("Cookie: {cookie}"),
+            &format!("http://{TOWER}/api/v1/services"),
+        ])
+        .unwrap_or_default();
+        let count = body.matches("\"owner\":").count();
+        if count >= wanted {
+            return Ok(count);
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "only {count} of {wanted} services after {} s",
+                limit.as_secs()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// What one wrk run measured.
+#[derive(Debug, PartialEq)]
+struct WrkResult {
+    p50: String,
+    p99: String,
+    requests_per_second: f64,
+    transfer: String,
+}
+
+fn parse_wrk(output: &str) -> Result<WrkResult> {
+    let field = |prefix: &str| {
+        output
+            .lines()
+            .map(str::trim)
+            .find_map(|l| l.strip_prefix(prefix))
+            .map(|rest| rest.trim().to_string())
+            .with_context(|| format!("wrk printed no `{prefix}` line"))
+    };
+    Ok(WrkResult {
+        p50: field("50%")?,
+        p99: field("99%")?,
+        requests_per_second: field("Requests/sec:")?
+            .parse()
+            .context("requests per second")?,
+        transfer: field("Transfer/sec:")?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrk_output_is_read() {
+        let output = "  Latency Distribution\n     50%    1.20ms\n     75%    2.00ms\n     90%    3.00ms\n     99%    8.10ms\n  120000 requests in 15.00s, 1.2GB read\nRequests/sec:   8000.12\nTransfer/sec:     80.00MB\n";
+        let result = parse_wrk(output).expect("parses");
+        assert_eq!(result.p50, "1.20ms");
+        assert_eq!(result.p99, "8.10ms");
+        assert!((result.requests_per_second - 8000.12).abs() < 0.01);
+        assert_eq!(result.transfer, "80.00MB");
+    }
+}
