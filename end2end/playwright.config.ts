@@ -29,8 +29,10 @@ export default defineConfig({
       ],
     },
   },
+  // The sandbox runs ten times faster than real time, so a canary rollout (about 3 simulated minutes) takes
+  // seconds.
   webServer: {
-    command: `${towerBin} serve --sandbox --listen 127.0.0.1:${towerPort} --sandbox-listen 127.0.0.1:${sandboxPort} --assets ${assets}`,
+    command: `${towerBin} serve --sandbox --listen 127.0.0.1:${towerPort} --sandbox-listen 127.0.0.1:${sandboxPort} --assets ${assets} --speed 10`,
     url: `http://127.0.0.1:${towerPort}/healthz`,
     reuseExistingServer: false,
     timeout: 60_000,

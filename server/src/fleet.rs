@@ -87,7 +87,6 @@ struct View {
     services_json: Bytes,
     /// The same, gzipped once per change: at a thousand services the list is large and sent often.
     services_json_gzip: Bytes,
-    activity: VecDeque<ActivityItem>,
 }
 
 struct Inner {
@@ -98,6 +97,8 @@ struct Inner {
     sources: Sources,
     code: Option<CodeCache>,
     catalog: catalog::Catalog,
+    /// The newest activity last; bounded.
+    activity: std::sync::Mutex<VecDeque<ActivityItem>>,
     ready: tokio_watch::Receiver<bool>,
 }
 
@@ -130,6 +131,7 @@ impl FleetModel {
                 sources,
                 code,
                 catalog,
+                activity: std::sync::Mutex::default(),
                 ready,
             }),
         };
@@ -171,7 +173,21 @@ impl FleetModel {
 
     /// The newest activity first.
     pub fn activity(&self) -> Vec<ActivityItem> {
-        self.read(|view| view.activity.iter().rev().cloned().collect())
+        self.activity_feed().iter().rev().cloned().collect()
+    }
+
+    /// Records something that happened outside the cards (a failed pipeline, a merged pull request) and
+    /// announces it to browsers.
+    pub fn record(&self, item: ActivityItem) {
+        push_activity(&mut self.activity_feed(), item.clone());
+        let _ = self.inner.events.send(FleetEvent::Activity { item });
+    }
+
+    fn activity_feed(&self) -> std::sync::MutexGuard<'_, VecDeque<ActivityItem>> {
+        self.inner
+            .activity
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Every cluster's connection.
@@ -396,7 +412,7 @@ impl FleetModel {
                     .and_then(|p| p.cards.iter().find(|c| c.environment == card.environment));
                 if old != Some(card) {
                     if let Some(old) = old {
-                        activity(old, card, &mut view.activity, &mut deltas, now);
+                        activity(old, card, &mut self.activity_feed(), &mut deltas, now);
                     }
                     deltas.push(FleetEvent::CardUpdated { card: card.clone() });
                 }
@@ -629,6 +645,13 @@ pub fn summarize(component: &Component, cards: &[DeploymentCard]) -> ServiceSumm
     }
 }
 
+fn push_activity(feed: &mut VecDeque<ActivityItem>, item: ActivityItem) {
+    feed.push_back(item);
+    while feed.len() > ACTIVITY_KEPT {
+        feed.pop_front();
+    }
+}
+
 /// Notes what a card change means to a person: a deploy, a finished sync, a degradation.
 fn activity(
     old: &DeploymentCard,
@@ -645,10 +668,7 @@ fn activity(
             kind,
             message,
         };
-        feed.push_back(item.clone());
-        while feed.len() > ACTIVITY_KEPT {
-            feed.pop_front();
-        }
+        push_activity(feed, item.clone());
         deltas.push(FleetEvent::Activity { item });
     };
     if let (Some(before), Some(after)) = (&old.running_version, &new.running_version)

@@ -160,20 +160,6 @@ pub async fn build_state(
         None => None,
     };
     let code = github_app.clone().map(CodeCache::new);
-    // Delivery shares the App client with the reads above, so one installation token serves both.
-    let delivery = match (&github_app, &config.github) {
-        (Some(app), Some(github)) => Some(Delivery::new(
-            app.clone(),
-            Builds::start(builds_client, config.labels.component.clone()),
-            DeliveryConfig {
-                organisation: config.organisation.clone(),
-                repository: github.gitops_repository.clone(),
-                public_url: config.public_url.clone(),
-                component_label: config.labels.component.clone(),
-            },
-        )),
-        _ => None,
-    };
     let catalog = Catalog::default();
     if let Some(github) = &github_app {
         catalog.spawn_refresh(
@@ -191,6 +177,25 @@ pub async fn build_state(
         dirty_tx,
         dirty_rx,
     );
+
+    // Delivery shares the App client with the reads above, so one installation token serves both.
+    let delivery = match (&github_app, &config.github) {
+        (Some(app), Some(github)) => Some(Delivery::new(
+            app.clone(),
+            Builds::start(
+                builds_client,
+                config.labels.component.clone(),
+                Some(fleet.clone()),
+            ),
+            DeliveryConfig {
+                organisation: config.organisation.clone(),
+                repository: github.gitops_repository.clone(),
+                public_url: config.public_url.clone(),
+                component_label: config.labels.component.clone(),
+            },
+        )),
+        _ => None,
+    };
 
     let argocd = match config.argocd.first() {
         Some(instance) => Some(ArgoCd::new(

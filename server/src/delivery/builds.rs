@@ -19,6 +19,18 @@ const MESSAGE_ANNOTATION: &str = "platform.tower.dev/commit-message";
 /// The annotation carrying the commit's author, when CI sets it.
 const AUTHOR_ANNOTATION: &str = "platform.tower.dev/author";
 
+/// Whether a run has finished and failed.
+fn failed(run: &DynamicObject) -> bool {
+    run.data
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|conditions| {
+            conditions.iter().any(|c| {
+                text(c, &["type"]) == Some("Succeeded") && text(c, &["status"]) == Some("False")
+            })
+        })
+}
+
 /// The PipelineRun cache.
 #[derive(Clone)]
 pub struct Builds {
@@ -43,8 +55,13 @@ fn text<'a>(value: &'a Value, path: &[&str]) -> Option<&'a str> {
 }
 
 impl Builds {
-    /// Starts watching PipelineRuns on the management cluster.
-    pub fn start(client: Client, component_label: String) -> Self {
+    /// Starts watching PipelineRuns on the management cluster; each run that fails is told to `fleet`'s
+    /// activity feed.
+    pub fn start(
+        client: Client,
+        component_label: String,
+        fleet: Option<crate::fleet::FleetModel>,
+    ) -> Self {
         let resource = pipeline_runs();
         let api = Api::<DynamicObject>::all_with(client, &resource);
         let writer = reflector::store::Writer::new(resource);
@@ -62,11 +79,53 @@ impl Builds {
                 }
             })
             .reflect(writer);
+        let label = component_label.clone();
         tokio::spawn(async move {
             let mut stream = std::pin::pin!(stream);
+            // Runs already reported (or failed before Tower started), so each failure is told once.
+            let mut known_failed = std::collections::HashSet::new();
+            let mut listed = false;
             while let Some(event) = stream.next().await {
-                if let Err(error) = event {
-                    tracing::warn!(%error, "PipelineRun watch failed; retrying with backoff");
+                match event {
+                    Ok(watcher::Event::InitApply(run)) if failed(&run) => {
+                        known_failed.insert(run.metadata.name.clone().unwrap_or_default());
+                    }
+                    Ok(watcher::Event::InitDone) => listed = true,
+                    Ok(watcher::Event::Apply(run)) if listed && failed(&run) => {
+                        let name = run.metadata.name.clone().unwrap_or_default();
+                        if known_failed.len() > 10_000 {
+                            known_failed.clear();
+                        }
+                        if known_failed.insert(name.clone())
+                            && let Some(fleet) = &fleet
+                        {
+                            let service = run
+                                .metadata
+                                .labels
+                                .as_ref()
+                                .and_then(|l| l.get(&label))
+                                .cloned()
+                                .unwrap_or_default();
+                            let commit: String = run
+                                .metadata
+                                .annotations
+                                .as_ref()
+                                .and_then(|a| a.get(COMMIT_ANNOTATION))
+                                .map(|c| c.chars().take(7).collect())
+                                .unwrap_or_default();
+                            fleet.record(shared::fleet::ActivityItem {
+                                at: jiff::Timestamp::now().to_string(),
+                                service: service.clone(),
+                                environment: None,
+                                kind: shared::fleet::ActivityKind::PipelineFailed,
+                                message: format!("{service}: build of {commit} failed ({name})"),
+                            });
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(error) => {
+                        tracing::warn!(%error, "PipelineRun watch failed; retrying with backoff")
+                    }
                 }
             }
         });
