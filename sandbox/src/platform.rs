@@ -166,25 +166,9 @@ pub fn labels(component: &str, environment: &str) -> std::collections::BTreeMap<
     .into()
 }
 
-/// Path of a Component in `application-repositories`.
-pub fn component_path(service: &str) -> String {
-    format!("platform/registry/{service}.yaml")
-}
-
-/// Path of a Release in `application-repositories`.
-pub fn release_path(service: &str, environment: &str) -> String {
-    format!("platform/environments/{environment}/{service}-release.yaml")
-}
-
-/// Path of a Database in `application-repositories`.
-pub fn database_path(database: &str, environment: &str) -> String {
-    format!("platform/environments/{environment}/{database}-database.yaml")
-}
-
-/// Path of a DatabaseSchema in `application-repositories`.
-pub fn schema_path(database: &str, environment: &str) -> String {
-    format!("platform/environments/{environment}/{database}-schema.yaml")
-}
+/// Paths in `application-repositories`: the same functions Tower writes with, so the sandbox's repository and
+/// Tower's pull requests cannot disagree.
+pub use shared::delivery::{component_path, database_path, release_path, schema_path};
 
 #[cfg(test)]
 mod tests {

@@ -215,3 +215,66 @@ async fn an_unknown_service_is_not_found_for_readers_and_unauthorised_for_strang
         .await;
     assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
 }
+
+/// The only places that may register a route on the axum router directly: the permission-declaring builder
+/// itself, the outer application (`/healthz`), and the browser's sign-in redirects (public by nature). Any
+/// other `.route(` in `server/src` bypasses the declared permissions and fails here; at run time the
+/// `deny_unguarded` layer refuses such a route's API answers too
+/// (`a_route_added_without_declaring_its_access_is_refused`).
+#[test]
+fn no_route_is_registered_around_the_permission_declaring_builder() {
+    let allowed = [
+        (
+            "routes.rs",
+            "self.router = self.router.route(path, guarded);",
+        ),
+        (
+            "routes.rs",
+            "self.route(Method::GET, path, access, axum::routing::get(handler))",
+        ),
+        (
+            "routes.rs",
+            "self.route(Method::POST, path, access, axum::routing::post(handler))",
+        ),
+        ("routes.rs", ".route(\"/healthz\", get(healthz))"),
+        (
+            "session.rs",
+            ".route(\"/auth/github/start\", get(github_start))",
+        ),
+        (
+            "session.rs",
+            ".route(\"/auth/github/callback\", get(github_callback))",
+        ),
+    ];
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = vec![root.join("routes.rs")];
+    let mut pending = vec![root.clone()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") && !files.contains(&path) {
+                files.push(path);
+            }
+        }
+    }
+    let mut offenders = Vec::new();
+    for file in files {
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        let text = std::fs::read_to_string(&file).unwrap();
+        for line in text.lines().map(str::trim) {
+            let registers = line.contains(".route(")
+                || line.contains(".route_service(")
+                || line.contains(".nest_service(\"/api");
+            if registers && !allowed.iter().any(|(f, l)| *f == name && line == *l) {
+                offenders.push(format!("{}: {line}", file.display()));
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "routes registered without a declared permission (use ApiRoutes::get/post):\n{}",
+        offenders.join("\n")
+    );
+}
