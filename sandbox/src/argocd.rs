@@ -11,7 +11,7 @@
 
 mod tree;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -38,6 +38,8 @@ pub const KIND: &str = "Application";
 pub const NAMESPACE: &str = "argocd";
 /// The local account the bearer token belongs to: what `operation.initiatedBy.username` records.
 pub const ACCOUNT: &str = "tower";
+/// Sync requests remembered for [`ArgoCd::sync_requests`], oldest forgotten first.
+pub const SYNCS_KEPT: usize = 1_000;
 
 /// The `Application` resource type, to register with [`crate::apiserver::Clusters::new`].
 pub fn application_type() -> ResourceType {
@@ -82,8 +84,9 @@ struct Inner {
     token: String,
     /// Every HTTP request received, authorised or not.
     requests: AtomicU64,
-    /// Every well-formed sync request for an existing Application, in arrival order.
-    syncs: Mutex<Vec<SyncRequestRecord>>,
+    /// Well-formed sync requests for existing Applications, in arrival order: the last
+    /// [`SYNCS_KEPT`].
+    syncs: Mutex<VecDeque<SyncRequestRecord>>,
 }
 
 impl ArgoCd {
@@ -100,7 +103,7 @@ impl ArgoCd {
                 destinations,
                 token: token.into(),
                 requests: AtomicU64::new(0),
-                syncs: Mutex::new(Vec::new()),
+                syncs: Mutex::new(VecDeque::new()),
             }),
         }
     }
@@ -123,13 +126,15 @@ impl ArgoCd {
             .with_state(self.clone())
     }
 
-    /// Every sync request received so far.
+    /// The sync requests received so far (the last [`SYNCS_KEPT`]), oldest first.
     pub fn sync_requests(&self) -> Vec<SyncRequestRecord> {
         self.inner
             .syncs
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+            .iter()
+            .cloned()
+            .collect()
     }
 
     /// How many HTTP requests this server has received, rejected ones included.
@@ -412,11 +417,13 @@ async fn sync(
         .filter(|ns| !ns.is_empty())
         .unwrap_or_else(|| NAMESPACE.to_owned());
     let app = argo.application(&namespace, &name)?;
-    argo.inner
-        .syncs
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .push(SyncRequestRecord {
+    {
+        let mut syncs = argo
+            .inner
+            .syncs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        syncs.push_back(SyncRequestRecord {
             app: name.clone(),
             revision: request.revision.clone().filter(|r| !r.is_empty()),
             prune: request.prune,
@@ -424,6 +431,10 @@ async fn sync(
             dry_run: request.dry_run,
             at: jiff::Timestamp::now(),
         });
+        if syncs.len() > SYNCS_KEPT {
+            syncs.pop_front();
+        }
+    }
     if request.dry_run {
         return Ok(Json(app));
     }

@@ -185,6 +185,11 @@ struct Code {
     expires_at: jiff::Timestamp,
 }
 
+/// Check runs kept, oldest forgotten first: a few days of a busy repository's pull requests.
+const CHECK_RUNS_KEPT: usize = 1_000;
+/// Statuses kept per commit, oldest forgotten first (GitHub itself stops at 1,000).
+const STATUSES_PER_COMMIT: usize = 1_000;
+
 #[derive(Debug, Default)]
 struct State {
     tokens: HashMap<String, Token>,
@@ -220,6 +225,38 @@ impl std::fmt::Debug for Forge {
             .field("root", &self.inner.repositories.root())
             .field("app_id", &self.inner.config.app_id)
             .finish_non_exhaustive()
+    }
+}
+
+impl State {
+    /// Remembers a token, forgetting expired ones so a long-running forge does not collect them.
+    fn add_token(&mut self, token: String, issued: Token) {
+        let now = jiff::Timestamp::now();
+        self.tokens.retain(|_, t| t.expires_at > now);
+        self.codes.retain(|_, c| c.expires_at > now);
+        self.tokens.insert(token, issued);
+    }
+
+    /// Remembers an OAuth code, forgetting expired ones.
+    fn add_code(&mut self, code: String, issued: Code) {
+        let now = jiff::Timestamp::now();
+        self.codes.retain(|_, c| c.expires_at > now);
+        self.codes.insert(code, issued);
+    }
+
+    /// Remembers a check run, forgetting the oldest beyond [`CHECK_RUNS_KEPT`].
+    fn add_check_run(&mut self, run: CheckRun) {
+        self.check_runs.push(run);
+        let excess = self.check_runs.len().saturating_sub(CHECK_RUNS_KEPT);
+        self.check_runs.drain(..excess);
+    }
+
+    /// Remembers a commit status, forgetting the commit's oldest beyond [`STATUSES_PER_COMMIT`].
+    fn add_status(&mut self, repo: String, sha: String, status: Status) {
+        let statuses = self.statuses.entry((repo, sha)).or_default();
+        statuses.push(status);
+        let excess = statuses.len().saturating_sub(STATUSES_PER_COMMIT);
+        statuses.drain(..excess);
     }
 }
 
@@ -321,7 +358,7 @@ impl Forge {
     /// Issues a user OAuth token for `login` directly (tests, and the sandbox's own tooling).
     pub fn user_token(&self, login: &str) -> String {
         let token = self.secret("gho_");
-        self.state().tokens.insert(
+        self.state().add_token(
             token.clone(),
             Token {
                 caller: Caller::User(login.into()),

@@ -12,8 +12,9 @@
 //! timestamp written into an object comes from the simulated [`Clock`].
 //!
 //! Memory stays bounded: the queue holds a fixed number of periodic actions plus the steps of flows in
-//! progress, Argo CD histories keep the last ten syncs, the simulator garbage-collects the Events,
-//! ReplicaSets and PipelineRuns it creates, and container logs are bounded by the apiserver.
+//! progress, Argo CD histories keep the last ten syncs, the simulator garbage-collects the Events and
+//! ReplicaSets it creates and prunes PipelineRuns to as many per service as were seeded, and the
+//! apiserver bounds watch history and container logs by bytes. `tests/bounded.rs` holds it to that.
 
 mod argo;
 mod ci;
@@ -283,8 +284,9 @@ struct State {
     verdicts: VecDeque<(String, bool)>,
     /// Events the simulator created: (when, cluster, namespace, name), oldest first.
     events: VecDeque<(Timestamp, String, String, String)>,
-    /// PipelineRuns the simulator created: (service, name), oldest first.
-    runs: VecDeque<(String, String)>,
+    /// PipelineRuns kept per service when pruning: as many as were seeded, and at least a few, so the
+    /// count stays flat from the first build on.
+    runs_kept: BTreeMap<String, usize>,
     journal: VecDeque<String>,
     demo: bool,
 }
@@ -344,7 +346,7 @@ impl Simulator {
             builds: BTreeMap::new(),
             verdicts: VecDeque::new(),
             events: VecDeque::new(),
-            runs: VecDeque::new(),
+            runs_kept: BTreeMap::new(),
             journal: VecDeque::new(),
             demo: false,
         };
@@ -363,6 +365,7 @@ impl Simulator {
         {
             let mut state = simulator.inner.lock();
             simulator.inner.watch_apps(&mut state);
+            state.runs_kept = simulator.inner.seeded_runs();
         }
         simulator
     }

@@ -1,4 +1,4 @@
-//! Container logs: a bounded buffer per container, its `previous` buffer, and `follow` streams.
+//! Container logs: a bounded ring of bytes per container, its `previous` ring, and `follow` streams.
 
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
@@ -13,8 +13,15 @@ use tokio::sync::broadcast;
 use super::error::{Result, StoreError};
 use super::store::ClusterStore;
 
-/// Lines kept per container (current and previous each), like a kubelet's rotated log.
-const LINES_KEPT: usize = 1_000;
+/// Bytes of log kept per container (current and previous each), like a kubelet's rotated log file.
+///
+/// About 300 of the simulator's access-log lines: more than Tower's default tail of 200, and full within
+/// a few minutes of a sandbox at ten times real speed, after which a container's log takes no more.
+const BYTES_KEPT: usize = 64 * 1024;
+/// Framing before each line's text in a ring: its time (microseconds since the epoch) and its length.
+const HEADER: usize = 8 + 4;
+/// `follow` messages a slow reader may fall behind by before it loses lines.
+const FOLLOW_CAPACITY: usize = 64;
 
 /// One logged line and when it was written.
 #[derive(Debug)]
@@ -31,18 +38,86 @@ pub(crate) enum LogMessage {
     End,
 }
 
+/// Lines as one ring of bytes, each framed by [`HEADER`], oldest evicted first: one allocation per
+/// container however many lines pass through it.
+#[derive(Default)]
+struct Ring {
+    bytes: VecDeque<u8>,
+}
+
+impl Ring {
+    fn push(&mut self, at: jiff::Timestamp, text: &str) {
+        // A line longer than the whole ring keeps its start, as a truncating log driver would.
+        let mut end = text.len().min(BYTES_KEPT - HEADER);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let text = &text.as_bytes()[..end];
+        while !self.bytes.is_empty() && self.bytes.len() + HEADER + text.len() > BYTES_KEPT {
+            let length = self.length_at(8);
+            self.bytes.drain(..HEADER + length);
+        }
+        if self.bytes.capacity() == 0 {
+            // The ring's full size at once, so it never grows by doubling past it.
+            self.bytes.reserve_exact(BYTES_KEPT);
+        }
+        let micros = at.as_microsecond();
+        self.bytes.extend(micros.to_le_bytes());
+        self.bytes.extend((text.len() as u32).to_le_bytes());
+        self.bytes.extend(text);
+    }
+
+    /// The `u32` length stored at `offset`.
+    fn length_at(&self, offset: usize) -> usize {
+        let mut word = [0u8; 4];
+        for (i, byte) in word.iter_mut().enumerate() {
+            *byte = self.bytes[offset + i];
+        }
+        u32::from_le_bytes(word) as usize
+    }
+
+    /// Every line, oldest first.
+    fn lines(&self) -> Vec<LogLine> {
+        let mut lines = Vec::new();
+        let mut offset = 0;
+        while offset + HEADER <= self.bytes.len() {
+            let mut micros = [0u8; 8];
+            for (i, byte) in micros.iter_mut().enumerate() {
+                *byte = self.bytes[offset + i];
+            }
+            let length = self.length_at(offset + 8);
+            let text: Vec<u8> = self
+                .bytes
+                .range(offset + HEADER..offset + HEADER + length)
+                .copied()
+                .collect();
+            lines.push(LogLine {
+                at: jiff::Timestamp::from_microsecond(i64::from_le_bytes(micros))
+                    .unwrap_or_default(),
+                text: String::from_utf8_lossy(&text).into_owned(),
+            });
+            offset += HEADER + length;
+        }
+        lines
+    }
+
+    fn len(&self) -> usize {
+        self.bytes.len()
+    }
+}
+
 struct ContainerLog {
-    current: VecDeque<Arc<LogLine>>,
-    previous: Option<VecDeque<Arc<LogLine>>>,
+    current: Ring,
+    previous: Option<Ring>,
     live: broadcast::Sender<LogMessage>,
 }
 
 impl ContainerLog {
     fn new() -> Self {
         Self {
-            current: VecDeque::new(),
+            current: Ring::default(),
             previous: None,
-            live: broadcast::channel(256).0,
+            live: broadcast::channel(FOLLOW_CAPACITY).0,
         }
     }
 }
@@ -68,16 +143,18 @@ impl Logs {
         let log = logs
             .entry(key(namespace, pod, container))
             .or_insert_with(ContainerLog::new);
-        let line = Arc::new(LogLine {
-            at: jiff::Timestamp::now(),
-            text: text.trim_end_matches('\n').to_owned(),
-        });
-        log.current.push_back(line.clone());
-        if log.current.len() > LINES_KEPT {
-            log.current.pop_front();
+        let at = jiff::Timestamp::now();
+        let text = text.trim_end_matches('\n');
+        log.current.push(at, text);
+        // Only followers need the line as its own allocation.
+        if log.live.receiver_count() > 0 {
+            let line = Arc::new(LogLine {
+                at,
+                text: text.to_owned(),
+            });
+            // An error only means the last follower just left.
+            let _ = log.live.send(LogMessage::Line(line));
         }
-        // An error only means no one is following this container.
-        let _ = log.live.send(LogMessage::Line(line));
     }
 
     /// Forgets every container log of a deleted pod.
@@ -94,6 +171,16 @@ impl Logs {
         log.previous = Some(std::mem::take(&mut log.current));
         // An error only means no one is following this container.
         let _ = log.live.send(LogMessage::End);
+    }
+
+    /// Containers with a log, and the bytes their rings hold.
+    pub(crate) fn retained(&self) -> (usize, usize) {
+        let logs = self.lock();
+        let bytes = logs
+            .values()
+            .map(|log| log.current.len() + log.previous.as_ref().map_or(0, Ring::len))
+            .sum();
+        (logs.len(), bytes)
     }
 
     /// Containers of a pod that have logged anything, sorted.
@@ -113,7 +200,7 @@ impl Logs {
         &self,
         k: LogKey,
         previous: bool,
-    ) -> Option<(Vec<Arc<LogLine>>, broadcast::Receiver<LogMessage>)> {
+    ) -> Option<(Vec<LogLine>, broadcast::Receiver<LogMessage>)> {
         let mut logs = self.lock();
         let log = logs.entry(k).or_insert_with(ContainerLog::new);
         let lines = if previous {
@@ -121,7 +208,7 @@ impl Logs {
         } else {
             &log.current
         };
-        Some((lines.iter().cloned().collect(), log.live.subscribe()))
+        Some((lines.lines(), log.live.subscribe()))
     }
 }
 
@@ -192,7 +279,7 @@ pub(crate) fn respond(
             format!("{}\n", line.text)
         }
     };
-    let head: String = lines.iter().map(|line| render(line)).collect();
+    let head: String = lines.iter().map(&render).collect();
     let body = if query.follow && !query.previous {
         Body::from_stream(async_stream::stream! {
             yield Ok::<_, Infallible>(Bytes::from(head));

@@ -176,6 +176,11 @@ pub(crate) struct Selection {
 }
 
 impl Selection {
+    /// Whether every object is selected (no namespace, no selectors), so matching can be skipped.
+    pub(crate) fn is_everything(&self) -> bool {
+        self.namespace.is_none() && self.labels.0.is_empty() && self.fields.0.is_empty()
+    }
+
     /// Whether the object is in the namespace and matches both selectors.
     pub(crate) fn matches(&self, object: &Value) -> bool {
         let in_namespace = self.namespace.as_deref().is_none_or(|wanted| {

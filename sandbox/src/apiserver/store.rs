@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::hash::{BuildHasher, Hasher, RandomState};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use axum::body::Bytes;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
@@ -13,12 +14,16 @@ use super::error::{Result, StoreError};
 use super::logs::Logs;
 use super::{Registry, ResourceType};
 
-/// Watch events kept for resuming watches; older ones are forgotten and resuming before them is `410`.
-///
-/// Each retained change holds the object and, for modifications, its previous state (tens of KB for an
-/// Application as a JSON tree), so this bound is what keeps a long-running simulated sandbox's memory
-/// flat; a watcher that falls further behind relists, as against a real apiserver's watch cache.
+/// Watch events kept for resuming watches at most; older ones are forgotten and resuming before them is
+/// `410`, as against a real apiserver's watch cache (a watcher that falls further behind relists).
 const HISTORY_LIMIT: usize = 1_000;
+/// Bytes of serialized objects (new and previous states) the watch history keeps at most.
+///
+/// This, not [`HISTORY_LIMIT`], is what usually bounds the history: seeding alone fills most of it, and
+/// a simulated sandbox at ten times real speed fills the rest within a couple of minutes, so a
+/// long-running sandbox's memory stays flat. It still holds a few hundred changes, minutes of simulated
+/// time, which is plenty for watchers reconnecting after their timeout.
+const HISTORY_BYTES: usize = 1 << 20;
 /// Live events a slow watcher may fall behind by before it is told to relist (`410`).
 const LIVE_CAPACITY: usize = 4_096;
 
@@ -42,6 +47,9 @@ impl EventType {
 }
 
 /// One committed change, as kept in history and sent to live watchers.
+///
+/// States are kept serialized: a JSON tree of an object takes several times its text, and the text is
+/// what watchers send anyway.
 #[derive(Debug)]
 pub(crate) struct Change {
     /// The cluster resourceVersion this change produced.
@@ -50,10 +58,68 @@ pub(crate) struct Change {
     pub(crate) type_index: usize,
     /// What happened.
     pub(crate) event: EventType,
-    /// The new state; for deletions the last state, stamped with the deletion's resourceVersion.
-    pub(crate) object: Value,
-    /// The state before a modification, so selector-filtered watchers can see objects leave.
-    pub(crate) previous: Option<Value>,
+    /// The new state as JSON; for deletions the last state, stamped with the deletion's resourceVersion.
+    pub(crate) object: Bytes,
+    /// The state before a modification as JSON, so selector-filtered watchers can see objects leave.
+    pub(crate) previous: Option<Bytes>,
+}
+
+impl Change {
+    fn new(
+        resource_version: u64,
+        type_index: usize,
+        event: EventType,
+        object: &Value,
+        previous: Option<&Value>,
+    ) -> Self {
+        Self {
+            resource_version,
+            type_index,
+            event,
+            object: to_json(object),
+            previous: previous.map(to_json),
+        }
+    }
+
+    /// The new state as a JSON tree.
+    pub(crate) fn object(&self) -> Value {
+        from_json(&self.object)
+    }
+
+    /// The state before a modification as a JSON tree.
+    pub(crate) fn previous(&self) -> Option<Value> {
+        self.previous.as_deref().map(from_json)
+    }
+
+    /// Bytes this change holds on to.
+    fn size(&self) -> usize {
+        self.object.len() + self.previous.as_ref().map_or(0, Bytes::len)
+    }
+}
+
+/// An object as JSON text; a tree always serializes.
+fn to_json(object: &Value) -> Bytes {
+    Bytes::from(serde_json::to_vec(object).unwrap_or_default())
+}
+
+/// JSON text this store wrote back into a tree.
+fn from_json(json: &[u8]) -> Value {
+    serde_json::from_slice(json).unwrap_or_default()
+}
+
+/// What a cluster holds on to, for tests that check a long-running sandbox stays bounded.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Retained {
+    /// Objects stored, of every type.
+    pub objects: usize,
+    /// Changes kept in the watch history.
+    pub history_changes: usize,
+    /// Bytes of serialized states the watch history keeps.
+    pub history_bytes: usize,
+    /// Containers with a log (current or previous).
+    pub log_containers: usize,
+    /// Bytes of log text (with per-line framing) kept across those containers.
+    pub log_bytes: usize,
 }
 
 /// Which parts of a stored object a write may change.
@@ -87,6 +153,8 @@ struct State {
     /// One map per registered type, indexed like the registry.
     objects: Vec<BTreeMap<Key, Value>>,
     history: VecDeque<Arc<Change>>,
+    /// [`Change::size`] summed over `history`.
+    history_bytes: usize,
     /// The oldest resourceVersion a watch may resume from without missing retained events.
     oldest_resumable: u64,
 }
@@ -117,6 +185,7 @@ impl ClusterStore {
             resource_version: 0,
             objects: vec![BTreeMap::new(); registry.types().len()],
             history: VecDeque::new(),
+            history_bytes: 0,
             oldest_resumable: 0,
         };
         let (live, _) = broadcast::channel(LIVE_CAPACITY);
@@ -272,11 +341,32 @@ impl ClusterStore {
         self.lock().resource_version
     }
 
+    /// What the cluster holds on to now: objects, watch history and container logs.
+    pub fn retained(&self) -> Retained {
+        let (objects, history_changes, history_bytes) = {
+            let state = self.lock();
+            (
+                state.objects.iter().map(BTreeMap::len).sum(),
+                state.history.len(),
+                state.history_bytes,
+            )
+        };
+        let (log_containers, log_bytes) = self.inner.logs.retained();
+        Retained {
+            objects,
+            history_changes,
+            history_bytes,
+            log_containers,
+            log_bytes,
+        }
+    }
+
     /// Forget watch history at and below the current version, so a watch resuming from an older
     /// version gets 410 Gone (tests use it).
     pub fn compact(&self) {
         let mut state = self.lock();
         state.history.clear();
+        state.history_bytes = 0;
         state.oldest_resumable = state.resource_version;
     }
 
@@ -308,11 +398,11 @@ impl ClusterStore {
         let mut live = subscription.live;
         Ok(async_stream::stream! {
             for change in subscription.replay {
-                yield (change.event.as_str(), change.object.clone());
+                yield (change.event.as_str(), change.object());
             }
             while let Ok(change) = live.recv().await {
                 if change.type_index == ty && change.resource_version > after {
-                    yield (change.event.as_str(), change.object.clone());
+                    yield (change.event.as_str(), change.object());
                 }
             }
         })
@@ -557,7 +647,7 @@ impl ClusterStore {
             meta.insert("creationTimestamp".into(), json!(now()));
         }
         state.objects[ty].insert(key, obj.clone());
-        self.commit(&mut state, ty, EventType::Added, obj.clone(), None);
+        self.commit(&mut state, ty, EventType::Added, &obj, None);
         Ok(obj)
     }
 
@@ -703,7 +793,7 @@ impl ClusterStore {
             .get("generation")
             .and_then(Value::as_i64)
             .unwrap_or(1);
-        let generation = if spec_of(&new) != spec_of(&current) {
+        let generation = if !same_spec(&new, &current) {
             generation + 1
         } else {
             generation
@@ -712,8 +802,8 @@ impl ClusterStore {
         let meta = metadata(&mut new);
         meta.insert("generation".into(), json!(generation));
         meta.insert("resourceVersion".into(), json!(rv.to_string()));
+        self.commit(state, ty, EventType::Modified, &new, Some(&current));
         state.objects[ty].insert(key, new.clone());
-        self.commit(state, ty, EventType::Modified, new.clone(), Some(current));
         Ok(new)
     }
 
@@ -743,14 +833,14 @@ impl ClusterStore {
                         let rv = state.resource_version + 1;
                         metadata(&mut inner)
                             .insert("resourceVersion".into(), json!(rv.to_string()));
-                        self.commit(&mut state, inner_ty, EventType::Deleted, inner, None);
+                        self.commit(&mut state, inner_ty, EventType::Deleted, &inner, None);
                     }
                 }
             }
         }
         let rv = state.resource_version + 1;
         metadata(&mut obj).insert("resourceVersion".into(), json!(rv.to_string()));
-        self.commit(&mut state, ty, EventType::Deleted, obj.clone(), None);
+        self.commit(&mut state, ty, EventType::Deleted, &obj, None);
         drop(state);
         // The kubelet removes a deleted pod's logs; keeping them would grow without bound as pods come
         // and go.
@@ -767,22 +857,27 @@ impl ClusterStore {
         state: &mut State,
         ty: usize,
         event: EventType,
-        object: Value,
-        previous: Option<Value>,
+        object: &Value,
+        previous: Option<&Value>,
     ) {
         state.resource_version += 1;
-        let change = Arc::new(Change {
-            resource_version: state.resource_version,
-            type_index: ty,
+        let change = Arc::new(Change::new(
+            state.resource_version,
+            ty,
             event,
             object,
             previous,
-        });
+        ));
+        state.history_bytes += change.size();
         state.history.push_back(change.clone());
-        while state.history.len() > HISTORY_LIMIT {
-            if let Some(dropped) = state.history.pop_front() {
-                state.oldest_resumable = state.oldest_resumable.max(dropped.resource_version);
-            }
+        while state.history.len() > HISTORY_LIMIT
+            || (state.history_bytes > HISTORY_BYTES && state.history.len() > 1)
+        {
+            let Some(dropped) = state.history.pop_front() else {
+                break;
+            };
+            state.history_bytes -= dropped.size();
+            state.oldest_resumable = state.oldest_resumable.max(dropped.resource_version);
         }
         // An error only means nobody is watching right now; history still has the change.
         let _ = self.inner.live.send(change);
@@ -845,14 +940,17 @@ fn invalid_name(name: &str) -> Option<&'static str> {
     }
 }
 
-/// Everything that is neither metadata nor status: what `generation` counts changes of.
-fn spec_of(obj: &Value) -> Value {
-    let mut spec = obj.clone();
-    if let Some(map) = spec.as_object_mut() {
-        map.remove("metadata");
-        map.remove("status");
-    }
-    spec
+/// Whether two objects agree on everything that is neither metadata nor status: what `generation`
+/// counts changes of. Compared in place, as every update asks and objects can be large.
+fn same_spec(a: &Value, b: &Value) -> bool {
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
+        return a == b;
+    };
+    let spec = |key: &String| key != "metadata" && key != "status";
+    a.keys().filter(|k| spec(k)).count() == b.keys().filter(|k| spec(k)).count()
+        && a.iter()
+            .filter(|(k, _)| spec(k))
+            .all(|(k, v)| b.get(k) == Some(v))
 }
 
 fn set_type(obj: &mut Value, rt: &ResourceType) {

@@ -81,8 +81,8 @@ pub(crate) fn respond(
             yield Ok(bookmark(last, true));
         }
         for change in &subscription.replay {
-            if let Some((kind, object)) = project(change, &selection) {
-                yield Ok(event(kind, &object));
+            if let Some(line) = project(change, &selection) {
+                yield Ok(line);
             }
         }
         let deadline = tokio::time::sleep(query.timeout.unwrap_or(NO_TIMEOUT));
@@ -111,8 +111,8 @@ pub(crate) fn respond(
                     if change.type_index != ty || change.resource_version <= skip_through {
                         continue;
                     }
-                    if let Some((kind, object)) = project(&change, &selection) {
-                        yield Ok(event(kind, &object));
+                    if let Some(line) = project(&change, &selection) {
+                        yield Ok(line);
                     }
                 }
             }
@@ -132,31 +132,43 @@ fn event(kind: &str, object: &Value) -> Bytes {
     Bytes::from(line)
 }
 
-/// What a change looks like to a watcher with this selection, if it sees it at all.
+/// One event line around an object already serialized, without building its tree again.
+fn raw_event(kind: &str, object: &[u8]) -> Bytes {
+    let mut line = Vec::with_capacity(object.len() + kind.len() + 24);
+    line.extend_from_slice(b"{\"type\":\"");
+    line.extend_from_slice(kind.as_bytes());
+    line.extend_from_slice(b"\",\"object\":");
+    line.extend_from_slice(object);
+    line.extend_from_slice(b"}\n");
+    Bytes::from(line)
+}
+
+/// The event line a watcher with this selection gets for a change, if it sees it at all.
 ///
 /// An object modified out of the selection is a `DELETED` (its old state at the new version) and one
 /// modified into it an `ADDED`, as the apiserver's watch cache reports them.
-fn project(change: &Change, selection: &Selection) -> Option<(&'static str, Value)> {
-    let now = selection.matches(&change.object);
+fn project(change: &Change, selection: &Selection) -> Option<Bytes> {
+    if selection.is_everything() {
+        return Some(raw_event(change.event.as_str(), &change.object));
+    }
+    let now = selection.matches(&change.object());
     match change.event {
         EventType::Added | EventType::Deleted => {
-            now.then(|| (change.event.as_str(), change.object.clone()))
+            now.then(|| raw_event(change.event.as_str(), &change.object))
         }
         EventType::Modified => {
-            let before = change
-                .previous
-                .as_ref()
-                .is_some_and(|p| selection.matches(p));
+            let previous = change.previous();
+            let before = previous.as_ref().is_some_and(|p| selection.matches(p));
             match (before, now) {
-                (true, true) => Some(("MODIFIED", change.object.clone())),
-                (false, true) => Some(("ADDED", change.object.clone())),
+                (true, true) => Some(raw_event("MODIFIED", &change.object)),
+                (false, true) => Some(raw_event("ADDED", &change.object)),
                 (true, false) => {
-                    let mut gone = change.previous.clone().unwrap_or_default();
+                    let mut gone = previous.unwrap_or_default();
                     metadata(&mut gone).insert(
                         "resourceVersion".into(),
                         json!(change.resource_version.to_string()),
                     );
-                    Some(("DELETED", gone))
+                    Some(event("DELETED", &gone))
                 }
                 (false, false) => None,
             }

@@ -228,7 +228,7 @@ pub async fn create_access_token(
     let expires_at = jiff::Timestamp::now()
         .checked_add(lifetime)
         .map_err(|e| GitHubError::internal(&e))?;
-    forge.state().tokens.insert(
+    forge.state().add_token(
         token.clone(),
         Token {
             caller: Caller::Installation,

@@ -25,7 +25,7 @@ fn stamp(time: jiff::Timestamp) -> String {
 /// Queues the forge's CI check run on `sha`; it will conclude `success` when `passes`.
 pub fn queue_ci(forge: &Forge, repo: &str, sha: &str, passes: bool) {
     let id = forge.next_id();
-    forge.state().check_runs.push(CheckRun {
+    forge.state().add_check_run(CheckRun {
         id,
         repo: repo.into(),
         name: CI_CHECK_NAME.into(),
@@ -160,12 +160,7 @@ pub async fn create_status(
         created_at: now(),
         creator: caller.login(),
     };
-    forge
-        .state()
-        .statuses
-        .entry((repo, sha))
-        .or_default()
-        .push(status.clone());
+    forge.state().add_status(repo, sha, status.clone());
     Ok((
         StatusCode::CREATED,
         Json(status_json(&base, &forge.inner.config.html_base, &status)),
@@ -387,7 +382,7 @@ pub async fn create_check_run(
         ci: None,
     };
     apply(&mut run, body)?;
-    forge.state().check_runs.push(run.clone());
+    forge.state().add_check_run(run.clone());
     Ok((
         StatusCode::CREATED,
         Json(check_run_json(&forge, &base, &run)),

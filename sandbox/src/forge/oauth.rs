@@ -91,7 +91,7 @@ pub async fn authorize(
         let expires_at = jiff::Timestamp::now()
             .checked_add(jiff::SignedDuration::from_mins(10))
             .unwrap_or(jiff::Timestamp::MAX);
-        forge.state().codes.insert(
+        forge.state().add_code(
             code.clone(),
             Code {
                 login: login.into(),
@@ -261,7 +261,7 @@ pub async fn access_token(State(forge): State<Forge>, headers: HeaderMap, body: 
         );
     }
     let token = forge.secret("gho_");
-    forge.state().tokens.insert(
+    forge.state().add_token(
         token.clone(),
         Token {
             caller: Caller::User(code.login),

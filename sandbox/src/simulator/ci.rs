@@ -15,6 +15,10 @@ use crate::world::{self, CI_NAMESPACE, Commit, PLATFORM_NAMESPACE};
 
 /// Verdicts of pushed commits kept until their builds start.
 const VERDICTS_KEPT: usize = 256;
+/// PipelineRuns kept per service at least when pruning.
+const RUNS_KEPT: usize = 5;
+/// Where a PipelineRun names its service.
+const COMPONENT_LABEL: &str = "/metadata/labels/platform.tower.dev~1component";
 
 /// A build in progress: the commit and the base time its fixture shapes are computed from.
 #[derive(Debug, Clone)]
@@ -203,7 +207,6 @@ impl Inner {
             },
         );
         state.builds.insert(name.clone(), build);
-        state.runs.push_back((service.to_string(), name.clone()));
         state.note(at, format!("tekton: {name} started"));
         Ok(())
     }
@@ -412,42 +415,72 @@ impl Inner {
         Ok(())
     }
 
-    /// Prunes the simulator's old PipelineRuns (Tekton's pruner keeps a few per pipeline).
+    /// PipelineRuns per service the pruner keeps: those seeded, at least [`RUNS_KEPT`].
+    pub(super) fn seeded_runs(&self) -> BTreeMap<String, usize> {
+        let mut kept: BTreeMap<String, usize> = world::SERVICES
+            .iter()
+            .map(|plan| (plan.name.to_string(), 0))
+            .collect();
+        if let Some(management) = self.management() {
+            for run in management.list_namespaced("tekton.dev/v1", "PipelineRun", CI_NAMESPACE) {
+                if let Some(count) = kept.get_mut(str_at(&run, COMPONENT_LABEL)) {
+                    *count += 1;
+                }
+            }
+        }
+        for count in kept.values_mut() {
+            *count = (*count).max(RUNS_KEPT);
+        }
+        kept
+    }
+
+    /// Prunes each service's oldest PipelineRuns and their TaskRuns, as Tekton's pruner keeps the last
+    /// few per pipeline; runs still building stay.
     pub(super) fn prune_runs(&self, state: &mut State) {
-        const KEPT_PER_SERVICE: usize = 5;
         let Some(management) = self.management() else {
             return;
         };
-        let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-        for (service, _) in &state.runs {
-            *counts.entry(service.clone()).or_default() += 1;
+        let mut by_service: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+        for run in management.list_namespaced("tekton.dev/v1", "PipelineRun", CI_NAMESPACE) {
+            by_service
+                .entry(str_at(&run, COMPONENT_LABEL).to_string())
+                .or_default()
+                .push((
+                    str_at(&run, "/metadata/creationTimestamp").to_string(),
+                    str_at(&run, "/metadata/name").to_string(),
+                ));
         }
-        let mut kept = std::collections::VecDeque::new();
-        while let Some((service, name)) = state.runs.pop_front() {
-            let count = counts.entry(service.clone()).or_default();
-            if *count > KEPT_PER_SERVICE && !state.builds.contains_key(&name) {
-                *count -= 1;
-                let _ =
-                    management.delete("tekton.dev/v1", "PipelineRun", Some(CI_NAMESPACE), &name);
-                for task in [
-                    "clone",
-                    "test",
-                    "build-image",
-                    "scan",
-                    "push-chart",
-                    "notify",
-                ] {
-                    let _ = management.delete(
-                        "tekton.dev/v1",
-                        "TaskRun",
-                        Some(CI_NAMESPACE),
-                        &format!("{name}-{task}"),
-                    );
-                }
-            } else {
-                kept.push_back((service, name));
+        let mut doomed = Vec::new();
+        for (service, mut runs) in by_service {
+            let Some(&kept) = state.runs_kept.get(&service) else {
+                continue;
+            };
+            // RFC 3339 in UTC sorts as time; names break ties.
+            runs.sort();
+            let excess = runs.len().saturating_sub(kept);
+            doomed.extend(
+                runs.into_iter()
+                    .take(excess)
+                    .map(|(_, name)| name)
+                    .filter(|name| !state.builds.contains_key(name)),
+            );
+        }
+        if doomed.is_empty() {
+            return;
+        }
+        for task_run in management.list_namespaced("tekton.dev/v1", "TaskRun", CI_NAMESPACE) {
+            let owner = str_at(&task_run, "/metadata/labels/tekton.dev~1pipelineRun");
+            if doomed.iter().any(|name| name == owner) {
+                let _ = management.delete(
+                    "tekton.dev/v1",
+                    "TaskRun",
+                    Some(CI_NAMESPACE),
+                    str_at(&task_run, "/metadata/name"),
+                );
             }
         }
-        state.runs = kept;
+        for name in doomed {
+            let _ = management.delete("tekton.dev/v1", "PipelineRun", Some(CI_NAMESPACE), &name);
+        }
     }
 }

@@ -278,3 +278,36 @@ fn no_route_is_registered_around_the_permission_declaring_builder() {
         offenders.join("\n")
     );
 }
+
+#[tokio::test]
+async fn previews_are_not_throttled_but_writes_are() {
+    let app = TestApp::start().await;
+    // Many looks before acting are fine.
+    for _ in 0..15 {
+        let preview = app
+            .send_as(
+                &Role::Owner,
+                Method::GET,
+                "/api/v1/services/payments/rollback/preview",
+            )
+            .await;
+        assert_ne!(preview.status(), StatusCode::TOO_MANY_REQUESTS);
+    }
+    // A burst of writes is cut off with a JSON error that says to wait.
+    let mut throttled = None;
+    for _ in 0..15 {
+        let sync = app
+            .send_as(
+                &Role::Owner,
+                Method::POST,
+                "/api/v1/services/payments/environments/dev/sync",
+            )
+            .await;
+        if sync.status() == StatusCode::TOO_MANY_REQUESTS {
+            throttled = Some(body_text(sync).await);
+            break;
+        }
+    }
+    let body = throttled.expect("the burst was limited");
+    assert!(body.contains("too_many_requests"), "{body}");
+}
