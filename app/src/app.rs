@@ -2,6 +2,7 @@
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
+use leptos_router::Lazy;
 use leptos_router::components::{A, Route, Router, Routes};
 use leptos_router::path;
 use shared::ApiError;
@@ -9,8 +10,11 @@ use shared::session::SessionInfo;
 
 use crate::api;
 use crate::live::LiveFleet;
+use crate::pages::create::CreateRoute;
 use crate::pages::not_found::NotFound;
 use crate::pages::overview::Overview;
+use crate::pages::prs::PullsRoute;
+use crate::pages::releases::{ReleaseDetailRoute, ReleasesRoute};
 use crate::pages::service::ServicePage;
 use crate::pages::show_errors;
 use crate::pages::sign_in::SignIn;
@@ -72,7 +76,10 @@ fn Shell() -> impl IntoView {
         <header class="topbar">
             <A href="/" attr:class="brand">"Tower"</A>
             <nav aria-label="Main">
-                <A href="/">"Overview"</A>
+                <A href="/" exact=true>"Overview"</A>
+                <A href="/create" attr:data-testid="nav-create">"Create"</A>
+                <A href="/releases" attr:data-testid="nav-releases">"Releases"</A>
+                <A href="/prs" attr:data-testid="nav-prs">"PRs"</A>
             </nav>
             <StreamIndicator connected=live.connected />
             <UserMenu />
@@ -82,6 +89,11 @@ fn Shell() -> impl IntoView {
                 <Route path=path!("/") view=Overview />
                 <Route path=path!("/sign-in") view=Overview />
                 <Route path=path!("/services/:name") view=ServicePage />
+                // Rarely the first page of a visit: each is its own wasm module, fetched when first opened.
+                <Route path=path!("/create") view={Lazy::<CreateRoute>::new()} />
+                <Route path=path!("/releases") view={Lazy::<ReleasesRoute>::new()} />
+                <Route path=path!("/releases/:sha") view={Lazy::<ReleaseDetailRoute>::new()} />
+                <Route path=path!("/prs") view={Lazy::<PullsRoute>::new()} />
             </Routes>
         </main>
     }

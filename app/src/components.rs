@@ -1,5 +1,6 @@
 //! Widgets more than one page uses.
 
+pub mod delivery;
 pub mod dependency_graph;
 pub mod deployment_card;
 pub mod log_panel;

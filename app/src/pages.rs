@@ -1,7 +1,10 @@
 //! One module per page.
 
+pub mod create;
 pub mod not_found;
 pub mod overview;
+pub mod prs;
+pub mod releases;
 pub mod service;
 pub mod sign_in;
 

@@ -127,7 +127,7 @@ test('a guest sees no Sync or Logs controls, but why not', async ({ page }) => {
   await expect(page.getByTestId('sync-button')).toHaveCount(0);
   await expect(page.getByTestId('force-sync-button')).toHaveCount(0);
   await expect(page.getByTestId('logs-button')).toHaveCount(0);
-  await expect(card(page, 'prod').getByTestId('permission-reason').first()).toContainText('Owners of payments can sync');
+  await expect(card(page, 'prod').getByTestId('permission-reason').filter({ hasText: 'sync' }).first()).toContainText('Owners of payments can sync');
 });
 
 test('an owner may sync and read logs of their own service only', async ({ page }) => {
@@ -148,7 +148,7 @@ test('an owner may sync and read logs of their own service only', async ({ page 
   await expect(page.getByTestId('deployment-card')).toHaveCount(2);
   await expect(page.getByTestId('sync-button')).toHaveCount(0);
   await expect(page.getByTestId('logs-button')).toHaveCount(0);
-  await expect(card(page, 'prod').getByTestId('permission-reason').first()).toContainText('Owners of shop can sync.');
+  await expect(card(page, 'prod').getByTestId('permission-reason').filter({ hasText: 'sync' }).first()).toContainText('Owners of shop can sync.');
 });
 
 test('Sync asks Argo CD and says what happened', async ({ page }) => {

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use leptos::lazy;
 use leptos::prelude::*;
 use shared::view::{Tone, dependency_layout, rollup};
 
@@ -14,9 +15,20 @@ const NODE_HEIGHT: usize = 44;
 const COLUMN_GAP: usize = 64;
 const ROW_GAP: usize = 14;
 
-/// The graph for `focus`, live: a service added or changed in the fleet redraws it.
+/// The graph for `focus`, live: a service added or changed in the fleet redraws it. Its code is a separate
+/// wasm module, fetched the first time the tab opens.
 #[component]
 pub fn DependencyGraph(focus: Signal<String>) -> impl IntoView {
+    Suspend::new(dependency_graph(focus))
+}
+
+#[lazy]
+fn dependency_graph(focus: Signal<String>) -> AnyView {
+    view! { <LoadedDependencyGraph focus /> }.into_any()
+}
+
+#[component]
+fn LoadedDependencyGraph(focus: Signal<String>) -> impl IntoView {
     let live = expect_context::<LiveFleet>();
     move || {
         let graph = live.fleet.with(|fleet| {

@@ -1,7 +1,9 @@
 //! The deployment card: everything about a service in one environment, top to bottom as UX.md orders it.
 //! The body re-renders from the card signal whenever a `card_updated` arrives; the actions keep their state.
 
+use leptos::lazy;
 use leptos::prelude::*;
+use leptos::task::spawn_local;
 use shared::ApiError;
 use shared::auth::Permission;
 use shared::fleet::{
@@ -15,16 +17,19 @@ use shared::view::{
 
 use crate::api;
 use crate::app::Session;
+use crate::components::delivery::{MoveDialog, pending_pull};
 use crate::components::status::{
     banner, chip, health_chip, permission_reason, sync_chip, tone_chip,
 };
 use crate::live::LiveFleet;
+use shared::delivery::PullRequestView;
 use shared::view::Tone;
 
 /// How many commits "what changed" shows before folding the rest.
 const COMMITS_SHOWN: usize = 5;
 
-/// One environment of a service. `card` is `None` for a moment when the card goes away.
+/// One environment of a service. `card` is `None` for a moment when the card goes away. Its code is a
+/// separate wasm module, so the overview loads without it; see [`preload`].
 #[component]
 pub fn DeploymentCard(
     /// The card, kept current by the page.
@@ -33,6 +38,38 @@ pub fn DeploymentCard(
     owner: Signal<String>,
     /// Set to this card's environment to open the log panel.
     logs: RwSignal<Option<String>>,
+    /// Tower's open pull requests for the service (each card shows those for its environment).
+    pulls: Signal<Option<Result<Vec<PullRequestView>, ApiError>>>,
+    /// Bumped after Promote or Rollback opened a pull request, so the page fetches them again.
+    refresh: RwSignal<u32>,
+) -> impl IntoView {
+    Suspend::new(deployment_card(card, owner, logs, pulls, refresh))
+}
+
+/// Starts fetching the cards' module, so it arrives while the page still waits for the cards.
+pub fn preload() {
+    // `#[lazy]` names the preload of `deployment_card` this way (`lazy_preload!` only acts when hydrating).
+    spawn_local(__preload_deployment_card());
+}
+
+#[lazy]
+fn deployment_card(
+    card: Signal<Option<Card>>,
+    owner: Signal<String>,
+    logs: RwSignal<Option<String>>,
+    pulls: Signal<Option<Result<Vec<PullRequestView>, ApiError>>>,
+    refresh: RwSignal<u32>,
+) -> AnyView {
+    view! { <LoadedDeploymentCard card owner logs pulls refresh /> }.into_any()
+}
+
+#[component]
+fn LoadedDeploymentCard(
+    card: Signal<Option<Card>>,
+    owner: Signal<String>,
+    logs: RwSignal<Option<String>>,
+    pulls: Signal<Option<Result<Vec<PullRequestView>, ApiError>>>,
+    refresh: RwSignal<u32>,
 ) -> impl IntoView {
     let live = expect_context::<LiveFleet>();
     // A card's service and environment never change: the page keys cards by environment.
@@ -58,7 +95,8 @@ pub fn DeploymentCard(
                 let now = live.now.get();
                 card.with(|card| card.as_ref().map(|card| body(card, &now)))
             }}
-            <Actions service environment owner logs />
+            <Pending environment=environment.clone() pulls />
+            <Actions service environment owner logs refresh />
         </article>
     }
 }
@@ -425,13 +463,37 @@ fn pods(pods: &[PodView], now: &str) -> impl IntoView + use<> {
     view! { <section class="card-section"><h3>"Pods"</h3>{content}</section> }
 }
 
-/// Sync, Force sync and Logs for owners; the reason for everybody else.
+/// The open pull requests that would change this environment, with their CI.
+#[component]
+fn Pending(
+    environment: String,
+    pulls: Signal<Option<Result<Vec<PullRequestView>, ApiError>>>,
+) -> impl IntoView {
+    move || {
+        pulls.with(|pulls| match pulls {
+            Some(Ok(pulls)) => pulls
+                .iter()
+                .filter(|pr| pr.environment.as_deref() == Some(environment.as_str()))
+                .map(pending_pull)
+                .collect_view()
+                .into_any(),
+            Some(Err(error)) => view! {
+                <p class="muted small">{format!("Pending pull requests could not be loaded: {error}")}</p>
+            }
+            .into_any(),
+            None => ().into_any(),
+        })
+    }
+}
+
+/// Promote (dev) or Rollback (prod), Sync, Force sync and Logs for owners; the reason for everybody else.
 #[component]
 fn Actions(
     service: String,
     environment: String,
     owner: Signal<String>,
     logs: RwSignal<Option<String>>,
+    refresh: RwSignal<u32>,
 ) -> impl IntoView {
     let session = expect_context::<Session>();
     let decide = move |permission| {
@@ -440,6 +502,7 @@ fn Actions(
             .map(|info| info.decide(permission, Some(&owner.get())))
             .unwrap_or(shared::auth::Decision::SignInRequired)
     };
+    let move_service = service.clone();
     let sync = Action::new_local({
         let environment = environment.clone();
         move |force: &bool| {
@@ -450,9 +513,34 @@ fn Actions(
         }
     });
     let confirming_force = RwSignal::new(false);
+    // Dev promotes to prod; prod rolls back; other environments move by their own Release PRs.
+    let rollback = match environment.as_str() {
+        shared::delivery::DEV => Some(false),
+        shared::delivery::PROD => Some(true),
+        _ => None,
+    };
+    let moving = RwSignal::new(false);
 
     view! {
         <footer class="card-actions">
+            {rollback.map(|rollback| move || {
+                let decision = decide(if rollback { Permission::Rollback } else { Permission::Promote });
+                if decision.allowed() {
+                    view! {
+                        <button type="button" data-testid=if rollback { "rollback-button" } else { "promote-button" }
+                            aria-haspopup="dialog" on:click=move |_| moving.set(true)>
+                            {if rollback { "Rollback…" } else { "Promote to prod…" }}
+                        </button>
+                    }.into_any()
+                } else {
+                    permission_reason(decision).into_any()
+                }
+            })}
+            {move || (moving.get() && rollback.is_some()).then(|| view! {
+                <MoveDialog service=move_service.clone() rollback=rollback.unwrap_or_default()
+                    on_close=Callback::new(move |()| moving.set(false))
+                    on_opened=Callback::new(move |()| refresh.update(|n| *n += 1)) />
+            })}
             {move || {
                 let decision = decide(Permission::Sync);
                 if decision.allowed() {

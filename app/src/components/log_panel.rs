@@ -8,6 +8,7 @@ use gloo_net::eventsource::State;
 use gloo_net::eventsource::futures::EventSource;
 use leptos::ev::KeyboardEvent;
 use leptos::html::{Button, Div};
+use leptos::lazy;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use shared::fleet::{LOG_EVENT_NAME, PodView};
@@ -28,7 +29,8 @@ enum StreamState {
     Failed(String),
 }
 
-/// The panel for one service in one environment.
+/// The panel for one service in one environment. Its code is a separate wasm module, fetched the first
+/// time someone opens logs.
 #[component]
 pub fn LogPanel(
     service: Signal<String>,
@@ -36,6 +38,26 @@ pub fn LogPanel(
     /// The environment's pods, kept current.
     pods: Signal<Vec<PodView>>,
     /// Closes the panel.
+    on_close: Callback<()>,
+) -> impl IntoView {
+    Suspend::new(log_panel(service, environment, pods, on_close))
+}
+
+#[lazy]
+fn log_panel(
+    service: Signal<String>,
+    environment: String,
+    pods: Signal<Vec<PodView>>,
+    on_close: Callback<()>,
+) -> AnyView {
+    view! { <LoadedLogPanel service environment pods on_close /> }.into_any()
+}
+
+#[component]
+fn LoadedLogPanel(
+    service: Signal<String>,
+    environment: String,
+    pods: Signal<Vec<PodView>>,
     on_close: Callback<()>,
 ) -> impl IntoView {
     // Start with the pod most likely to be why someone opened logs: a crash-looping one.

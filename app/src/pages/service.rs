@@ -2,6 +2,7 @@
 //! tabs (`?tab=`): Deployments (one live card per environment), Dependencies and Databases. Tabs load only
 //! when opened; the URL holds the tab and the environment.
 
+use leptos::lazy;
 use leptos::prelude::*;
 use leptos_router::components::A;
 use leptos_router::hooks::{use_params_map, use_query_map};
@@ -109,6 +110,7 @@ pub fn ServicePage() -> impl IntoView {
                                         data-testid=format!("tab-{}", t.label().to_lowercase())
                                     >{t.label()}</a>
                                 }).map(IntoAny::into_any).collect_view()}
+                                <A href=move || format!("/releases?service={}", name.get()) attr:data-testid="tab-releases">"Releases"</A>
                             </nav>
                             <EnvironmentPicker name tab env />
                         </div>
@@ -249,6 +251,7 @@ fn DeploymentsTab(
     owner: Signal<String>,
 ) -> impl IntoView {
     let live = expect_context::<LiveFleet>();
+    crate::components::deployment_card::preload();
     // Fetched when the tab opens and again after the stream reconnects (card deltas may have been missed).
     let detail = fetched(move || {
         let name = name.get();
@@ -296,6 +299,16 @@ fn DeploymentsTab(
         })
     });
     let logs: RwSignal<Option<String>> = RwSignal::new(None);
+    // Pending pull requests: fetched with the tab, after a Promote or Rollback, and on the clock's tick so
+    // their CI keeps up (the event stream does not carry pull requests).
+    let refresh = RwSignal::new(0_u32);
+    let pulls = fetched(move || {
+        let name = name.get();
+        refresh.track();
+        live.now.track();
+        async move { api::service_pulls(&name).await }
+    });
+    let pulls: Signal<_> = pulls.into();
 
     view! {
         {move || match status.get() {
@@ -324,6 +337,8 @@ fn DeploymentsTab(
                                     })
                                     owner
                                     logs
+                                    pulls
+                                    refresh
                                 />
                             </For>
                         </div>
@@ -340,9 +355,24 @@ fn DeploymentsTab(
     }
 }
 
-/// Databases bound to the service, per environment: available, schema, bound components, checks.
+/// Databases bound to the service, per environment: available, schema, bound components, checks. Its code
+/// is a separate wasm module, fetched the first time the tab opens.
 #[component]
 fn DatabasesTab(
+    name: Memo<String>,
+    env: Memo<Option<String>>,
+    owner: Signal<String>,
+) -> impl IntoView {
+    Suspend::new(databases_tab(name, env, owner))
+}
+
+#[lazy]
+fn databases_tab(name: Memo<String>, env: Memo<Option<String>>, owner: Signal<String>) -> AnyView {
+    view! { <LoadedDatabasesTab name env owner /> }.into_any()
+}
+
+#[component]
+fn LoadedDatabasesTab(
     name: Memo<String>,
     env: Memo<Option<String>>,
     owner: Signal<String>,
