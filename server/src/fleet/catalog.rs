@@ -127,21 +127,28 @@ async fn scan(
     organisation: &str,
 ) -> github::Result<BTreeMap<String, CatalogInfo>> {
     let mut found = BTreeMap::new();
-    for repository in organisation_repositories(github, organisation).await? {
-        if let Some(text) = file(github, &repository, "catalog-info.yaml").await?
-            && let Some(info) = parse(&text)
-        {
-            found.insert(repository, info);
+    for (repository, branch) in organisation_repositories(github, organisation).await? {
+        match github.file(&repository, "catalog-info.yaml", &branch).await {
+            Ok(Some(text)) => {
+                if let Some(info) = parse(&text) {
+                    found.insert(repository, info);
+                }
+            }
+            Ok(None) => {}
+            // One unreadable file must not hide the rest of the catalog.
+            Err(error) => {
+                tracing::warn!(%repository, %error, "skipping an unreadable catalog-info.yaml")
+            }
         }
     }
     Ok(found)
 }
 
-/// Every repository of `organisation`, as `org/name`.
+/// Every repository of `organisation`, as `org/name` with its default branch.
 async fn organisation_repositories(
     github: &GithubApp,
     organisation: &str,
-) -> github::Result<Vec<String>> {
+) -> github::Result<Vec<(String, String)>> {
     let client = github.client().await?;
     let mut names = Vec::new();
     for page in 1..=50u32 {
@@ -156,44 +163,18 @@ async fn organisation_repositories(
             .map(Vec::as_slice)
             .unwrap_or_default();
         names.extend(items.iter().filter_map(|r| {
-            r.get("full_name")
+            let name = r.get("full_name").and_then(Value::as_str)?;
+            let branch = r
+                .get("default_branch")
                 .and_then(Value::as_str)
-                .map(str::to_string)
+                .unwrap_or("main");
+            Some((name.to_string(), branch.to_string()))
         }));
         if items.len() < 100 {
             break;
         }
     }
     Ok(names)
-}
-
-/// The text of `path` on the default branch of `repository`, or `None` when there is no such file.
-async fn file(github: &GithubApp, repository: &str, path: &str) -> github::Result<Option<String>> {
-    use base64::Engine as _;
-    let content: Result<Value, octocrab::Error> = github
-        .client()
-        .await?
-        .get(format!("/repos/{repository}/contents/{path}"), None::<&()>)
-        .await;
-    let content = match content {
-        Ok(content) => content,
-        Err(octocrab::Error::GitHub { source, .. }) if source.status_code.as_u16() == 404 => {
-            return Ok(None);
-        }
-        Err(error) => return Err(error.into()),
-    };
-    let encoded: String = content
-        .get("content")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .chars()
-        .filter(|c| !c.is_whitespace())
-        .collect();
-    // Undecodable content is not a catalog file Tower can read.
-    Ok(base64::engine::general_purpose::STANDARD
-        .decode(encoded)
-        .ok()
-        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned()))
 }
 
 #[cfg(test)]
