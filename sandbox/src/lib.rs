@@ -273,6 +273,7 @@ impl Sandbox {
                 installation_id: forge::DEMO_INSTALLATION_ID,
                 app_private_key,
                 gitops_repository: world::GITOPS_REPOSITORY.into(),
+                merged_poll_seconds: 5,
             }),
             metrics: self.metrics_url().map(|url| MetricsConfig { url }),
             auth: AuthConfig {

@@ -242,6 +242,17 @@ async fn octocrab_as_the_app_opens_a_pull_request_whose_commit_is_on_disk_and_a_
         merged.merge_commit_sha.as_deref(),
         Some(event.merge_sha.as_str())
     );
+    // Merging updates the pull request, so it leads the closed ones sorted by update.
+    let recent: Value = octo
+        .get(
+            format!(
+                "/repos/acme/{GITOPS_REPOSITORY}/pulls?state=closed&sort=updated&direction=desc"
+            ),
+            None::<&()>,
+        )
+        .await
+        .unwrap();
+    assert_eq!(recent[0]["number"], pull.number);
 }
 
 #[tokio::test]
@@ -495,6 +506,17 @@ async fn bad_requests_get_githubs_error_shape_naming_the_field() {
         body["errors"][0]["message"],
         format!("A pull request already exists for acme:{branch}.")
     );
+
+    let unsorted = forge
+        .http
+        .get(forge.api(&format!("{pulls}?sort=cheapest")))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unsorted.status(), 422);
+    let body: Value = unsorted.json().await.unwrap();
+    assert_eq!(body["errors"][0]["field"], "sort");
 
     for path in [
         "/repos/acme/nope",

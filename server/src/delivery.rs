@@ -8,6 +8,7 @@
 //! the first attempt started instead of leaving an orphan branch.
 
 pub mod builds;
+pub mod merges;
 pub mod plans;
 pub mod pull;
 pub mod releases;

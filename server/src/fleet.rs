@@ -341,7 +341,8 @@ impl FleetModel {
             })
             .await;
         }
-        self.recompute(&BTreeSet::from([Dirty::All]));
+        self.recompute_off_the_workers(BTreeSet::from([Dirty::All]))
+            .await;
         let _ = ready.send(true);
         while let Some(first) = dirty.recv().await {
             tokio::time::sleep(BATCH_WINDOW).await;
@@ -349,7 +350,17 @@ impl FleetModel {
             while let Ok(more) = dirty.try_recv() {
                 batch.insert(more);
             }
-            self.recompute(&batch);
+            self.recompute_off_the_workers(batch).await;
+        }
+    }
+
+    /// A batch at a thousand services takes milliseconds of CPU (indexing the stores, serializing and
+    /// gzipping the list); on a runtime worker it would stall the requests queued behind it, which is
+    /// what the p99 of `GET /api/v1/services` is made of.
+    async fn recompute_off_the_workers(&self, batch: BTreeSet<Dirty>) {
+        let model = self.clone();
+        if let Err(error) = tokio::task::spawn_blocking(move || model.recompute(&batch)).await {
+            tracing::error!(%error, "recomputing the fleet view failed; the previous view stays");
         }
     }
 
@@ -667,6 +678,7 @@ fn activity(
             environment: Some(new.environment.clone()),
             kind,
             message,
+            link: None,
         };
         push_activity(feed, item.clone());
         deltas.push(FleetEvent::Activity { item });

@@ -197,6 +197,15 @@ pub async fn build_state(
         _ => None,
     };
 
+    if let (Some(app), Some(github)) = (&github_app, &config.github) {
+        crate::delivery::merges::spawn(
+            app.clone(),
+            format!("{}/{}", config.organisation, github.gitops_repository),
+            fleet.clone(),
+            Duration::from_secs(github.merged_poll_seconds),
+        );
+    }
+
     let argocd = match config.argocd.first() {
         Some(instance) => Some(ArgoCd::new(
             &instance.url,

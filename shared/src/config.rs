@@ -133,10 +133,17 @@ pub struct GithubConfig {
     /// The GitOps repository PRs go to.
     #[serde(default = "default_gitops_repository")]
     pub gitops_repository: String,
+    /// Seconds between reads of the GitOps repository's merged pull requests (the activity feed's merges).
+    #[serde(default = "default_merged_poll_seconds")]
+    pub merged_poll_seconds: u64,
 }
 
 fn default_gitops_repository() -> String {
     "application-repositories".into()
+}
+
+fn default_merged_poll_seconds() -> u64 {
+    15
 }
 
 /// Mimir (or Prometheus).
@@ -312,6 +319,9 @@ impl TowerConfig {
                 if !is_http_url(url) {
                     errors.push(error(key, "must be an http:// or https:// URL"));
                 }
+            }
+            if github.merged_poll_seconds == 0 {
+                errors.push(error("github.merged_poll_seconds", "must be at least 1"));
             }
             if !github.app_private_key.contains("PRIVATE KEY") {
                 errors.push(error("github.app_private_key", "must be a PEM private key"));

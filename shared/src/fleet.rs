@@ -404,6 +404,9 @@ pub struct ActivityItem {
     pub kind: ActivityKind,
     /// A sentence.
     pub message: String,
+    /// Where to read more, outside Tower (a pull request's page).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<String>,
 }
 
 /// Kinds of activity.

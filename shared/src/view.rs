@@ -1058,6 +1058,7 @@ mod tests {
             environment: Some("prod".into()),
             kind: ActivityKind::Deploy,
             message: message.into(),
+            link: None,
         };
         let live = [item("2024-05-01T10:50:00Z", "new")];
         let fetched = [

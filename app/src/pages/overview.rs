@@ -375,14 +375,24 @@ fn ActivityRow(item: ActivityItem) -> impl IntoView {
         Some(env) => format!("/services/{}?env={env}", item.service),
         None => format!("/services/{}", item.service),
     };
+    // A pull request someone opened by hand names no service; it still belongs in the feed.
+    let service =
+        (!item.service.is_empty()).then(|| view! { <a href=href>{item.service.clone()}</a> });
+    let message = match item.link.clone() {
+        Some(link) => view! {
+            <a href=link target="_blank" rel="noopener noreferrer">{item.message.clone()}</a>
+        }
+        .into_any(),
+        None => item.message.clone().into_any(),
+    };
     let at = item.at.clone();
     view! {
         <li class="feed-item" data-testid="activity-item" data-kind=kind data-service=item.service.clone()>
             {chip(tone, glyph, word.into(), None)}
             <span>
-                <a href=href>{item.service.clone()}</a>
+                {service}
                 {item.environment.clone().map(|env| view! { <span class="muted">{format!(" · {env}")}</span> })}
-                " "{item.message.clone()}
+                " "{message}
             </span>
             <time class="muted small" datetime=item.at.clone() title=item.at.clone()>
                 {move || age_or_raw(&at, &live.now.get())}

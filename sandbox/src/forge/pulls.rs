@@ -366,12 +366,14 @@ pub struct ListQuery {
     state: Option<String>,
     head: Option<String>,
     base: Option<String>,
+    sort: Option<String>,
     direction: Option<String>,
     per_page: Option<usize>,
     page: Option<usize>,
 }
 
-/// `GET /repos/{owner}/{repo}/pulls?state=&head=org:branch&base=`, newest first.
+/// `GET /repos/{owner}/{repo}/pulls?state=&head=org:branch&base=&sort=created|updated&direction=`, newest
+/// first.
 pub async fn list(
     _: Authed,
     State(forge): State<Forge>,
@@ -407,6 +409,15 @@ pub async fn list(
                 .collect()
         })
         .unwrap_or_default();
+    match query.sort.as_deref().unwrap_or("created") {
+        "created" => {}
+        // RFC 3339 in one zone sorts as text; stable, so ties keep their creation order.
+        "updated" => pulls.sort_by(|a, b| a.updated_at.cmp(&b.updated_at)),
+        _ => {
+            return Err(GitHubError::invalid("PullRequest", "sort", "invalid")
+                .docs("/pulls/pulls#list-pull-requests"));
+        }
+    }
     if query.direction.as_deref() != Some("asc") {
         pulls.reverse();
     }

@@ -119,6 +119,7 @@ impl Builds {
                                 environment: None,
                                 kind: shared::fleet::ActivityKind::PipelineFailed,
                                 message: format!("{service}: build of {commit} failed ({name})"),
+                                link: None,
                             });
                         }
                     }

@@ -378,6 +378,20 @@ impl GithubApp {
         .await
     }
 
+    /// The `per_page` pull requests of `repository` in `state` updated most recently, newest first (a merge
+    /// updates a pull request, so this is where new merges show up whatever their age).
+    pub async fn recently_updated_pulls(
+        &self,
+        repository: &str,
+        state: &str,
+        per_page: u32,
+    ) -> Result<Vec<Pull>> {
+        self.get(format!(
+            "/repos/{repository}/pulls?state={state}&sort=updated&direction=desc&per_page={per_page}"
+        ))
+        .await
+    }
+
     /// One pull request, with its mergeability.
     pub async fn pull(&self, repository: &str, number: u64) -> Result<Pull> {
         self.get(format!("/repos/{repository}/pulls/{number}"))

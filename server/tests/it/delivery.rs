@@ -19,7 +19,7 @@ use shared::crd::{Component, Database, DatabaseSchema, Release};
 use shared::delivery::{Intent, PullRequestView, RenderedFile};
 use tower::ServiceExt as _;
 
-use crate::{Role, TestApp};
+use crate::{Role, TestApp, eventually};
 
 const REPO: &str = "application-repositories";
 
@@ -320,6 +320,26 @@ async fn each_golden_path_opens_a_pull_request_whose_files_read_back_as_platform
         ])
         .unwrap();
     assert!(on_main.contains("0004_add_refund_reference.sql"));
+
+    // The merge reaches the Overview's activity feed, linking to the pull request.
+    let merged = eventually(Duration::from_secs(15), || async {
+        let (_, activity) = app.get_json("/api/v1/activity").await;
+        activity
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|item| {
+                item["kind"] == "pull_request_merged"
+                    && item["link"]
+                        .as_str()
+                        .is_some_and(|link| link.ends_with(&format!("/pull/{number}")))
+            })
+            .cloned()
+    })
+    .await
+    .expect("the merge never reached the activity feed");
+    assert_eq!(merged["service"], "payments");
+    assert_eq!(merged["environment"], "prod");
 }
 
 #[tokio::test]

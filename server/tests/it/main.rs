@@ -96,6 +96,10 @@ impl TestApp {
 
         let mut config = sandbox.tower_config("127.0.0.1:0".parse().unwrap());
         config.public_url = "http://tower.test".into();
+        if let Some(github) = config.github.as_mut() {
+            // The activity feed's merges show up within a test's patience.
+            github.merged_poll_seconds = 1;
+        }
         let state = server::serve::build_state(&config, dir.to_path_buf(), true)
             .await
             .unwrap();
@@ -163,6 +167,23 @@ impl TestApp {
 }
 
 /// The whole body of a response as text.
+/// Asks `probe` every 100 ms until it answers something or `limit` passes.
+pub async fn eventually<T, Fut>(limit: Duration, mut probe: impl FnMut() -> Fut) -> Option<T>
+where
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if let Some(found) = probe().await {
+            return Some(found);
+        }
+        if tokio::time::Instant::now() > deadline {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 pub async fn body_text(response: Response<Body>) -> String {
     let bytes = response.into_body().collect().await.unwrap().to_bytes();
     String::from_utf8_lossy(&bytes).into_owned()
