@@ -23,7 +23,7 @@ const CHURNING: [(&str, &str); 5] = [
 /// Per-cluster history bounds the apiserver promises: its count and byte budgets, plus one change that
 /// may straddle the byte budget.
 const HISTORY_CHANGES: usize = 1_000;
-const HISTORY_BYTES: usize = (1 << 20) + 64 * 1024;
+const HISTORY_BYTES: usize = 256 * 1024 + 64 * 1024;
 /// Log bytes one container may hold: current and previous rings of 64 KiB.
 const LOG_BYTES_PER_CONTAINER: usize = 2 * 64 * 1024;
 

@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::hash::{BuildHasher, Hasher, RandomState};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use axum::body::Bytes;
 use serde::Serialize;
@@ -19,13 +19,15 @@ use super::{Registry, ResourceType};
 const HISTORY_LIMIT: usize = 1_000;
 /// Bytes of serialized objects (new and previous states) the watch history keeps at most.
 ///
-/// This, not [`HISTORY_LIMIT`], is what usually bounds the history: seeding alone fills most of it, and
-/// a simulated sandbox at ten times real speed fills the rest within a couple of minutes, so a
-/// long-running sandbox's memory stays flat. It still holds a few hundred changes, minutes of simulated
-/// time, which is plenty for watchers reconnecting after their timeout.
-const HISTORY_BYTES: usize = 1 << 20;
-/// Live events a slow watcher may fall behind by before it is told to relist (`410`).
-const LIVE_CAPACITY: usize = 4_096;
+/// This, not [`HISTORY_LIMIT`], is what usually bounds the history. Seeding alone fills it, so a
+/// long-running sandbox's memory is flat from its first minute rather than creeping up while the simulator
+/// fills a larger budget. It still holds a hundred-odd changes, minutes of simulated time at ten times
+/// real speed: plenty for watchers resuming after their timeout (a real apiserver's watch cache keeps
+/// about a hundred events per type, then answers `410`).
+const HISTORY_BYTES: usize = 256 * 1024;
+/// Live events a slow watcher may fall behind by before it is told to relist (`410`); no more than the
+/// history holds, since a change the history has forgotten can no longer be sent anyway.
+const LIVE_CAPACITY: usize = HISTORY_LIMIT;
 
 /// What happened to an object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,6 +99,21 @@ impl Change {
     }
 }
 
+/// Changes committed after a subscription, in order.
+#[derive(Debug)]
+pub(crate) struct LiveFeed(broadcast::Receiver<Weak<Change>>);
+
+impl LiveFeed {
+    /// The next change. `Lagged` when the watcher fell so far behind that the change is gone from the
+    /// channel or from the history (a real apiserver answers that with `410`); `Closed` when the store is.
+    pub(crate) async fn next(&mut self) -> Result<Arc<Change>, broadcast::error::RecvError> {
+        let change = self.0.recv().await?;
+        change
+            .upgrade()
+            .ok_or(broadcast::error::RecvError::Lagged(1))
+    }
+}
+
 /// An object as JSON text; a tree always serializes.
 fn to_json(object: &Value) -> Bytes {
     Bytes::from(serde_json::to_vec(object).unwrap_or_default())
@@ -142,7 +159,7 @@ pub(crate) struct Subscription {
     /// The cluster resourceVersion at subscription; live changes all come after it.
     pub(crate) resource_version: u64,
     /// Changes committed after subscription, of every type.
-    pub(crate) live: broadcast::Receiver<Arc<Change>>,
+    pub(crate) live: LiveFeed,
 }
 
 /// Objects are keyed by namespace ("" when cluster-scoped) and name, which gives lists their order.
@@ -169,7 +186,10 @@ struct Inner {
     name: String,
     registry: Arc<Registry>,
     state: Mutex<State>,
-    live: broadcast::Sender<Arc<Change>>,
+    /// Weak, so the channel's ring does not keep changes alive after the history forgets them: with strong
+    /// references it held the last few thousand serialized objects of every cluster, and a long-running
+    /// sandbox grew until the ring was full.
+    live: broadcast::Sender<Weak<Change>>,
     logs: Logs,
     /// Seeds uids so they differ between runs, as real ones do, without an RNG dependency.
     ids: RandomState,
@@ -296,6 +316,29 @@ impl ClusterStore {
         }
     }
 
+    /// What `pick` takes from each object of a type (in `namespace`, or across namespaces), in list order,
+    /// without copying the objects: the simulator looks at every pod several times a simulated minute and
+    /// needs a name or two of each, and cloning whole objects for that was most of its allocation.
+    ///
+    /// `pick` runs under the store's lock, so it must not call back into the store.
+    pub fn pick<T>(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: Option<&str>,
+        mut pick: impl FnMut(&Value) -> Option<T>,
+    ) -> Vec<T> {
+        let Some(ty) = self.inner.registry.by_kind(api_version, kind) else {
+            return Vec::new();
+        };
+        let state = self.lock();
+        state.objects[ty]
+            .iter()
+            .filter(|((ns, _), _)| namespace.is_none_or(|wanted| ns == wanted))
+            .filter_map(|(_, object)| pick(object))
+            .collect()
+    }
+
     /// Creates a typed object and returns it as stored (uid, resourceVersion… filled in).
     pub fn create_typed<K>(&self, obj: &K) -> Result<K>
     where
@@ -400,7 +443,7 @@ impl ClusterStore {
             for change in subscription.replay {
                 yield (change.event.as_str(), change.object());
             }
-            while let Ok(change) = live.recv().await {
+            while let Ok(change) = live.next().await {
                 if change.type_index == ty && change.resource_version > after {
                     yield (change.event.as_str(), change.object());
                 }
@@ -555,7 +598,7 @@ impl ClusterStore {
     pub(crate) fn subscribe(&self, ty: usize, after: Option<u64>) -> Result<Subscription> {
         // Subscribing under the lock means no change falls between the snapshot and the live feed.
         let state = self.lock();
-        let live = self.inner.live.subscribe();
+        let live = LiveFeed(self.inner.live.subscribe());
         let mut subscription = Subscription {
             initial: Vec::new(),
             replay: Vec::new(),
@@ -880,7 +923,7 @@ impl ClusterStore {
             state.oldest_resumable = state.oldest_resumable.max(dropped.resource_version);
         }
         // An error only means nobody is watching right now; history still has the change.
-        let _ = self.inner.live.send(change);
+        let _ = self.inner.live.send(Arc::downgrade(&change));
     }
 
     fn new_uid(&self, rv: u64) -> String {

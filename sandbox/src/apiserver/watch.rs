@@ -95,7 +95,7 @@ pub(crate) fn respond(
                 // The cluster went down: cut the connection as an outage would.
                 _ = reachability.wait_for(|up| !*up) => Next::Stop,
                 _ = ticker.tick(), if query.bookmarks => Next::Bookmark,
-                change = live.recv() => Next::Change(change),
+                change = live.next() => Next::Change(change),
             };
             match next {
                 Next::Stop | Next::Change(Err(RecvError::Closed)) => break,

@@ -1,6 +1,7 @@
 //! Real mode: backfill history with `promtool`, then run `prometheus` on loopback scraping the live
 //! exposition, so queries see hours of history continued by live samples.
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -180,18 +181,28 @@ fn write_history(
             names.push(series.name);
         }
     }
-    let mut out = String::new();
+    // Streamed one series at a time: the whole history is tens of megabytes, and one transient buffer
+    // that size makes glibc raise its mmap and trim thresholds for good, so the process keeps every
+    // later freed page and its RSS creeps up for the rest of the run.
+    let file =
+        std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    let mut writer = std::io::BufWriter::new(file);
+    let mut lines = String::new();
     for name in names {
         for series in generator.series().iter().filter(|s| s.name == name) {
             let mut t = first;
             while t <= last {
-                api::line(&mut out, series, generator.sample(series, t), Some(t));
+                api::line(&mut lines, series, generator.sample(series, t), Some(t));
                 t += step;
             }
+            writer.write_all(lines.as_bytes())?;
+            lines.clear();
         }
     }
-    out.push_str("# EOF\n");
-    std::fs::write(path, out).with_context(|| format!("writing {}", path.display()))
+    writer.write_all(b"# EOF\n")?;
+    writer
+        .flush()
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 /// A port nobody listens on right now (Prometheus binds it a moment later).

@@ -441,14 +441,15 @@ impl Inner {
             return;
         };
         let mut by_service: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
-        for run in management.list_namespaced("tekton.dev/v1", "PipelineRun", CI_NAMESPACE) {
-            by_service
-                .entry(str_at(&run, COMPONENT_LABEL).to_string())
-                .or_default()
-                .push((
-                    str_at(&run, "/metadata/creationTimestamp").to_string(),
-                    str_at(&run, "/metadata/name").to_string(),
-                ));
+        let runs = management.pick("tekton.dev/v1", "PipelineRun", Some(CI_NAMESPACE), |run| {
+            Some((
+                str_at(run, COMPONENT_LABEL).to_string(),
+                str_at(run, "/metadata/creationTimestamp").to_string(),
+                str_at(run, "/metadata/name").to_string(),
+            ))
+        });
+        for (service, created, name) in runs {
+            by_service.entry(service).or_default().push((created, name));
         }
         let mut doomed = Vec::new();
         for (service, mut runs) in by_service {
@@ -468,16 +469,16 @@ impl Inner {
         if doomed.is_empty() {
             return;
         }
-        for task_run in management.list_namespaced("tekton.dev/v1", "TaskRun", CI_NAMESPACE) {
-            let owner = str_at(&task_run, "/metadata/labels/tekton.dev~1pipelineRun");
-            if doomed.iter().any(|name| name == owner) {
-                let _ = management.delete(
-                    "tekton.dev/v1",
-                    "TaskRun",
-                    Some(CI_NAMESPACE),
-                    str_at(&task_run, "/metadata/name"),
-                );
-            }
+        let doomed_task_runs =
+            management.pick("tekton.dev/v1", "TaskRun", Some(CI_NAMESPACE), |task_run| {
+                let owner = str_at(task_run, "/metadata/labels/tekton.dev~1pipelineRun");
+                doomed
+                    .iter()
+                    .any(|name| name == owner)
+                    .then(|| str_at(task_run, "/metadata/name").to_string())
+            });
+        for task_run in doomed_task_runs {
+            let _ = management.delete("tekton.dev/v1", "TaskRun", Some(CI_NAMESPACE), &task_run);
         }
         for name in doomed {
             let _ = management.delete("tekton.dev/v1", "PipelineRun", Some(CI_NAMESPACE), &name);

@@ -308,11 +308,18 @@ impl Inner {
                 continue;
             };
             for plan in &SERVICES {
-                for pod in cluster.list_namespaced("v1", "Pod", plan.name) {
+                let serving = cluster.pick("v1", "Pod", Some(plan.name), |pod| {
                     let status = &pod["status"]["containerStatuses"][0];
-                    if status["ready"] != true || status["state"].get("running").is_none() {
-                        continue;
-                    }
+                    (status["ready"] == true && status["state"].get("running").is_some()).then(
+                        || {
+                            (
+                                str_at(pod, "/metadata/name").to_string(),
+                                str_at(pod, "/spec/containers/0/name").to_string(),
+                            )
+                        },
+                    )
+                });
+                for (name, container) in serving {
                     let r = state.rng.next();
                     let (method, path) = PATHS[(r % 5) as usize];
                     let code = if r.is_multiple_of(41) {
@@ -333,9 +340,7 @@ impl Inner {
                         "trace_id": format!("{:016x}{:016x}", r, r.rotate_left(17)),
                     })
                     .to_string();
-                    let name = str_at(&pod, "/metadata/name");
-                    let container = str_at(&pod, "/spec/containers/0/name");
-                    cluster.append_log(plan.name, name, container, &line);
+                    cluster.append_log(plan.name, &name, &container, &line);
                 }
             }
         }
@@ -349,11 +354,13 @@ impl Inner {
                 continue;
             };
             for plan in &SERVICES {
-                for pod in cluster.list_namespaced("v1", "Pod", plan.name) {
+                let crashing = cluster.pick("v1", "Pod", Some(plan.name), |pod| {
                     let status = &pod["status"]["containerStatuses"][0];
-                    if status["state"]["waiting"]["reason"] != "CrashLoopBackOff" {
-                        continue;
-                    }
+                    (status["state"]["waiting"]["reason"] == "CrashLoopBackOff")
+                        .then(|| pod.clone())
+                });
+                for pod in crashing {
+                    let status = &pod["status"]["containerStatuses"][0];
                     let finished = time_at(status, "/lastState/terminated/finishedAt");
                     if finished.is_some_and(|f| at.duration_since(f).as_secs() < BACK_OFF) {
                         continue;

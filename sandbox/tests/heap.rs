@@ -1,0 +1,45 @@
+//! The live heap of a simulated sandbox stays flat once seeded: hours of demo work on the manual clock
+//! (builds, deploys, canaries, crash loops, log lines, secret refreshes) allocate and free gigabytes but
+//! keep no more than a flow or two in progress. The allocator counts bytes, so this catches what the
+//! object and buffer bounds in `bounded.rs` cannot see, such as a channel holding on to old changes.
+#![allow(clippy::unwrap_used)]
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use sandbox::{Options, Sandbox, Simulate};
+
+#[global_allocator]
+static ALLOCATOR: dhat::Alloc = dhat::Alloc;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hours_of_simulated_work_leave_the_live_heap_flat() {
+    // Backtraces are only for reports this test does not write; one frame keeps the counting cheap.
+    let profiler = dhat::Profiler::builder()
+        .testing()
+        .trim_backtraces(Some(1))
+        .build();
+    let mut options = Options::new(SocketAddr::from(([127, 0, 0, 1], 0)));
+    options.simulate = Simulate::Manual;
+    let sandbox = Sandbox::start_with(options).await.unwrap();
+    let simulator = sandbox.simulator().unwrap();
+    simulator.start_demo_commits();
+    let live = || dhat::HeapStats::get().curr_bytes;
+
+    // Ten simulated minutes: a minute of `tower sandbox --speed 10`.
+    simulator.advance(Duration::from_secs(10 * 60));
+    let early = live();
+    let mut highest = early;
+    // Three simulated hours, eighteen times longer than the ten real minutes the issue watches.
+    for _ in 0..36 {
+        simulator.advance(Duration::from_secs(5 * 60));
+        highest = highest.max(live());
+    }
+    let limit = early + early / 10;
+    assert!(
+        highest <= limit,
+        "live heap grew from {early} bytes after ten simulated minutes to {highest} (limit {limit})"
+    );
+    drop(profiler);
+    drop(sandbox);
+}
