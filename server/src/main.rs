@@ -3,6 +3,11 @@
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
+// mimalloc hands freed pages back to the system; glibc's malloc keeps them in per-thread arenas, so a
+// long-running Tower's (and sandbox's) RSS crept up with every burst of short-lived JSON.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Tower, the developer portal of the platform.
 #[derive(Debug, Parser)]
 #[command(name = "tower", version)]
