@@ -1,8 +1,9 @@
 import { test, expect, type Page } from '@playwright/test';
 
 // The Fleet area against the sandbox's fixtures: catalog-prod is OutOfSync; recommendations dev is Degraded
-// with a crash-looping pod; checkout prod has a stale ExternalSecret; catalog dev has a Crossplane
-// composition error; payments prod's database is behind the code (applied 0003, code 0004).
+// with a crash-looping pod and its BackOff warnings; ledger runs a worker Deployment; checkout prod has a
+// stale ExternalSecret; catalog dev has a Crossplane composition error; payments prod's database is behind
+// the code (applied 0003, code 0004).
 
 async function signInAsGuest(page: Page, path = '/') {
   await page.goto(path);
@@ -93,6 +94,15 @@ test('a service page shows one card per environment with what the fixtures got w
   await expect(card(page, 'dev').getByTestId('crashloop').first()).toBeVisible();
   const crashing = card(page, 'dev').getByTestId('pod-row').filter({ has: page.getByTestId('crashloop') }).first();
   expect(Number(await crashing.getAttribute('data-restarts'))).toBeGreaterThan(0);
+  // The kubelet's back-off warnings, naming the pod; a healthy environment has no Events section.
+  const backOff = card(page, 'dev').getByTestId('events').locator('[data-testid="event"][data-reason="BackOff"]').first();
+  await expect(backOff).toContainText('BackOff');
+  await expect(backOff).toContainText(String(await crashing.getAttribute('data-pod')));
+  await expect(card(page, 'prod').getByTestId('events')).toHaveCount(0);
+
+  // The ledger's worker is a plain Deployment beside its Rollout, folded while it is fine.
+  await page.goto('/services/ledger');
+  await expect(card(page, 'dev').getByTestId('workloads')).toContainText('1 deployment ready');
 
   await page.goto('/services/checkout');
   await expect(card(page, 'prod').getByTestId('secret-stale')).toBeVisible();

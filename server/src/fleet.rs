@@ -15,7 +15,8 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use axum::body::Bytes;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Event, Namespace, Pod};
 use kube::ResourceExt as _;
 use kube::api::DynamicObject;
 use kube::runtime::reflector::Store;
@@ -59,6 +60,12 @@ pub struct WorkloadStores {
     pub secrets: Store<DynamicObject>,
     /// Crossplane claims, one store per claim kind.
     pub claims: Vec<Store<DynamicObject>>,
+    /// Plain Deployments (workers and the like beside a service's Rollout), pod templates trimmed.
+    pub deployments: Store<Deployment>,
+    /// Namespaces, names and labels only: a service's namespace carries the platform labels its Events lack.
+    pub namespaces: Store<Namespace>,
+    /// Warning Events only (the watch selects them), mapped to services through their namespace.
+    pub events: Store<Event>,
 }
 
 /// Every watch cache the model reads.
@@ -337,6 +344,9 @@ impl FleetModel {
                     workload.pods.wait_until_ready(),
                     workload.rollouts.wait_until_ready(),
                     workload.secrets.wait_until_ready(),
+                    workload.deployments.wait_until_ready(),
+                    workload.namespaces.wait_until_ready(),
+                    workload.events.wait_until_ready(),
                 );
             })
             .await;
@@ -533,6 +543,16 @@ impl FleetModel {
                 .get(&key)
                 .map(|s| s.iter().map(Arc::as_ref).collect())
                 .unwrap_or_default(),
+            deployments: index
+                .deployments
+                .get(&key)
+                .map(|d| d.iter().map(Arc::as_ref).collect())
+                .unwrap_or_default(),
+            events: index
+                .events
+                .get(&key)
+                .map(|e| e.iter().map(Arc::as_ref).collect())
+                .unwrap_or_default(),
             unreachable_since,
             changes,
             migrations_in_code,
@@ -551,6 +571,8 @@ struct Index {
     pods: HashMap<Key, Vec<Arc<Pod>>>,
     secrets: HashMap<Key, Vec<Arc<DynamicObject>>>,
     claims: HashMap<Key, Vec<Arc<DynamicObject>>>,
+    deployments: HashMap<Key, Vec<Arc<Deployment>>>,
+    events: HashMap<Key, Vec<Arc<Event>>>,
     schemas: Vec<Arc<DatabaseSchema>>,
 }
 
@@ -578,6 +600,8 @@ impl Index {
             pods: HashMap::new(),
             secrets: HashMap::new(),
             claims: HashMap::new(),
+            deployments: HashMap::new(),
+            events: HashMap::new(),
             schemas: stores.schemas.state(),
         };
         for release in stores.releases.state() {
@@ -618,6 +642,28 @@ impl Index {
                     }
                 }
             }
+            for deployment in workload.deployments.state() {
+                if let Some(key) = label_key(&deployment.metadata, env) {
+                    index.deployments.entry(key).or_default().push(deployment);
+                }
+            }
+            // Events carry no platform labels: they belong to the service whose namespace they are in.
+            let services_by_namespace: HashMap<String, Key> = workload
+                .namespaces
+                .state()
+                .iter()
+                .filter_map(|ns| Some((ns.metadata.name.clone()?, label_key(&ns.metadata, env)?)))
+                .collect();
+            for event in workload.events.state() {
+                let key = event
+                    .metadata
+                    .namespace
+                    .as_ref()
+                    .and_then(|ns| services_by_namespace.get(ns));
+                if let Some(key) = key {
+                    index.events.entry(key.clone()).or_default().push(event);
+                }
+            }
         }
         index
     }
@@ -628,6 +674,7 @@ impl Index {
         self.releases.contains_key(&key)
             || self.applications.contains_key(&key)
             || self.pods.contains_key(&key)
+            || self.deployments.contains_key(&key)
     }
 }
 

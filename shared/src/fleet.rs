@@ -206,7 +206,17 @@ pub struct DeploymentCard {
     pub secrets: Vec<SecretView>,
     /// Crossplane claims.
     pub cloud_resources: Vec<CloudResourceView>,
+    /// Plain Deployments beside the Rollout (a worker, say), by name.
+    #[serde(default)]
+    pub deployments: Vec<WorkloadView>,
+    /// The most recent Warning events in the service's namespace here, newest first, at most
+    /// [`EVENTS_SHOWN`].
+    #[serde(default)]
+    pub events: Vec<EventView>,
 }
+
+/// How many Warning events a card carries: the newest few say what is wrong; the rest is `kubectl`'s job.
+pub const EVENTS_SHOWN: usize = 5;
 
 /// The Release's spec, as shown.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -380,6 +390,44 @@ pub struct CloudResourceView {
     pub synced: bool,
     /// The failing condition's message (a composition error), if any.
     pub message: Option<String>,
+}
+
+/// A Kubernetes Deployment of the service (`apps/v1`), for workloads that do not roll out with Argo Rollouts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkloadView {
+    /// Its name.
+    pub name: String,
+    /// Desired replicas (`spec.replicas`).
+    pub replicas: u32,
+    /// Replicas whose pods are ready.
+    pub ready_replicas: u32,
+    /// Replicas on the current pod template.
+    pub updated_replicas: u32,
+    /// Replicas available for at least `minReadySeconds`.
+    pub available_replicas: u32,
+    /// The controller's message while a new ReplicaSet is rolling out (`Progressing` for a reason other
+    /// than having finished).
+    pub progressing: Option<String>,
+    /// What failed, from the conditions: the progress deadline passed, a replica could not be created, or
+    /// too few replicas are available.
+    pub problem: Option<String>,
+}
+
+/// A Warning event about one of the service's objects (`core/v1` Event).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventView {
+    /// Machine-readable reason, e.g. `BackOff`.
+    pub reason: String,
+    /// What the reporting component said.
+    pub message: String,
+    /// The kind of the object it is about, e.g. `Pod`.
+    pub object_kind: String,
+    /// That object's name.
+    pub object_name: String,
+    /// How many times it happened.
+    pub count: u32,
+    /// When it last happened (RFC 3339), if the event says.
+    pub last_seen: Option<String>,
 }
 
 /// A service with all its cards: `GET /api/v1/services/{name}`.

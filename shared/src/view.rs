@@ -7,8 +7,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::fleet::{
-    ActivityItem, CloudResourceView, DeploymentCard, EnvironmentCell, Health, PodView, RolloutStep,
-    SecretView, ServiceSummary, SyncStatus,
+    ActivityItem, CloudResourceView, DeploymentCard, EnvironmentCell, EventView, Health, PodView,
+    RolloutStep, SecretView, ServiceSummary, SyncStatus, WorkloadView,
 };
 
 // ---------------------------------------------------------------------------------------------------------
@@ -228,6 +228,38 @@ pub fn secret_has_problem(secret: &SecretView) -> bool {
 /// A Crossplane resource worth expanding: not ready, not synced, or carrying an error.
 pub fn resource_has_problem(resource: &CloudResourceView) -> bool {
     !resource.ready || !resource.synced || resource.message.is_some()
+}
+
+/// A Deployment worth expanding: a failed condition, a rollout under way, or fewer replicas ready,
+/// available or updated than it wants.
+pub fn workload_has_problem(workload: &WorkloadView) -> bool {
+    workload.problem.is_some()
+        || workload.progressing.is_some()
+        || workload.ready_replicas < workload.replicas
+        || workload.available_replicas < workload.replicas
+        || workload.updated_replicas < workload.replicas
+}
+
+/// A Deployment's replica counts in a line: `1/2 ready · 2 updated · 1 available`.
+pub fn workload_counts(workload: &WorkloadView) -> String {
+    format!(
+        "{}/{} ready · {} updated · {} available",
+        workload.ready_replicas,
+        workload.replicas,
+        workload.updated_replicas,
+        workload.available_replicas
+    )
+}
+
+/// What an event is about and how often, in a line: `Pod/web-1 · 31 times`, with the count left out for
+/// a single occurrence.
+pub fn event_subject(event: &EventView) -> String {
+    let object = format!("{}/{}", event.object_kind, event.object_name);
+    if event.count > 1 {
+        format!("{object} · {} times", event.count)
+    } else {
+        object
+    }
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -1012,7 +1044,56 @@ mod tests {
             schema: None,
             secrets: vec![],
             cloud_resources: vec![],
+            deployments: vec![],
+            events: vec![],
         }
+    }
+
+    fn worker(replicas: u32, ready: u32) -> WorkloadView {
+        WorkloadView {
+            name: "ledger-worker".into(),
+            replicas,
+            ready_replicas: ready,
+            updated_replicas: replicas,
+            available_replicas: ready,
+            progressing: None,
+            problem: None,
+        }
+    }
+
+    #[test]
+    fn a_deployment_with_all_replicas_ready_folds_and_a_short_one_does_not() {
+        assert!(!workload_has_problem(&worker(1, 1)));
+        assert!(workload_has_problem(&worker(2, 1)));
+        let failed = WorkloadView {
+            problem: Some("ReplicaSet \"x\" has timed out progressing.".into()),
+            ..worker(1, 1)
+        };
+        assert!(workload_has_problem(&failed));
+        let rolling = WorkloadView {
+            progressing: Some("ReplicaSet \"x\" is progressing.".into()),
+            ..worker(1, 1)
+        };
+        assert!(workload_has_problem(&rolling));
+        assert_eq!(
+            workload_counts(&worker(2, 1)),
+            "1/2 ready · 2 updated · 1 available"
+        );
+    }
+
+    #[test]
+    fn an_event_names_its_object_and_counts_only_repeats() {
+        let mut event = EventView {
+            reason: "BackOff".into(),
+            message: "Back-off restarting failed container".into(),
+            object_kind: "Pod".into(),
+            object_name: "web-1".into(),
+            count: 1,
+            last_seen: None,
+        };
+        assert_eq!(event_subject(&event), "Pod/web-1");
+        event.count = 31;
+        assert_eq!(event_subject(&event), "Pod/web-1 · 31 times");
     }
 
     #[test]

@@ -7,12 +7,12 @@ use leptos::task::spawn_local;
 use shared::ApiError;
 use shared::auth::Permission;
 use shared::fleet::{
-    ApplicationView, CloudResourceView, CommitView, DeploymentCard as Card, PodView, RolloutView,
-    SchemaView, SecretView, SyncResponse,
+    ApplicationView, CloudResourceView, CommitView, DeploymentCard as Card, EventView, PodView,
+    RolloutView, SchemaView, SecretView, SyncResponse, WorkloadView,
 };
 use shared::view::{
-    age_or_raw, deployed_at, is_crashloop, resource_has_problem, secret_has_problem, since,
-    step_label, step_states,
+    age_or_raw, deployed_at, event_subject, is_crashloop, resource_has_problem, secret_has_problem,
+    since, step_label, step_states, workload_counts, workload_has_problem,
 };
 
 use crate::api;
@@ -133,11 +133,13 @@ fn body(card: &Card, now: &str) -> AnyView {
             format!("The {} cluster is unreachable {}. What follows is its last known state.", card.environment, since(at, now))))}
         {changes(card, now)}
         {card.rollout.as_ref().map(rollout)}
+        {workloads(&card.deployments)}
         {application(card.application.as_ref(), now)}
         {card.schema.as_ref().map(schema)}
         {secrets(&card.secrets, now)}
         {cloud_resources(&card.cloud_resources)}
         {pods(&card.pods, now)}
+        {events(&card.events, now)}
     }
     .into_any()
 }
@@ -411,6 +413,80 @@ fn cloud_resources(resources: &[CloudResourceView]) -> Option<AnyView> {
             {folded(fine.iter().map(|r| format!("{}/{}", r.kind, r.name)).collect(), "resource", "ready and synced")}
         </section>
     }.into_any())
+}
+
+/// Plain Deployments beside the Rollout; the settled ones folded: "1 deployment ready".
+fn workloads(deployments: &[WorkloadView]) -> Option<AnyView> {
+    if deployments.is_empty() {
+        return None;
+    }
+    let (problems, fine): (Vec<_>, Vec<_>) =
+        deployments.iter().partition(|d| workload_has_problem(d));
+    let problems = problems
+        .into_iter()
+        .map(|d| {
+            let chip = if d.problem.is_some() {
+                tone_chip(Tone::Bad, "Failing", Some("workload-failing"))
+            } else if d.progressing.is_some() {
+                tone_chip(Tone::Progress, "Rolling out", Some("workload-progressing"))
+            } else {
+                tone_chip(Tone::Warn, "Short of replicas", Some("workload-short"))
+            };
+            view! {
+                <li class="problem" data-testid="workload" data-name=d.name.clone()>
+                    <span class="mono">{format!("deployment/{}", d.name)}</span>" "
+                    {chip}" "
+                    <span class="muted">{workload_counts(d)}</span>
+                    {d.problem.clone().or_else(|| d.progressing.clone()).map(|m| view! { <p class="muted">{m}</p> })}
+                </li>
+            }
+        })
+        .map(IntoAny::into_any)
+        .collect_view();
+    Some(
+        view! {
+            <section class="card-section" data-testid="workloads">
+                <h3>"Workloads"</h3>
+                <ul class="problems">{problems}</ul>
+                {folded(
+                    fine.iter().map(|d| format!("{} · {}", d.name, workload_counts(d))).collect(),
+                    "deployment",
+                    "ready",
+                )}
+            </section>
+        }
+        .into_any(),
+    )
+}
+
+/// The newest Warning events of the service here; nothing when there are none.
+fn events(events: &[EventView], now: &str) -> Option<AnyView> {
+    if events.is_empty() {
+        return None;
+    }
+    let rows = events
+        .iter()
+        .map(|event| {
+            view! {
+                <li class="problem" data-testid="event" data-reason=event.reason.clone()>
+                    {tone_chip(Tone::Warn, event.reason.clone(), None)}" "
+                    <span class="mono">{event_subject(event)}</span>" "
+                    <span class="muted">{event.last_seen.as_deref().map(|at| age_or_raw(at, now))}</span>
+                    <p class="muted">{event.message.clone()}</p>
+                </li>
+            }
+        })
+        .map(IntoAny::into_any)
+        .collect_view();
+    Some(
+        view! {
+            <section class="card-section" data-testid="events">
+                <h3>"Events"</h3>
+                <ul class="problems">{rows}</ul>
+            </section>
+        }
+        .into_any(),
+    )
 }
 
 /// The things without problems, folded: "3 secrets ready and fresh".

@@ -1,15 +1,17 @@
 //! Deployment cards from the objects the watch caches hold. Pure functions over upstream shapes (Argo CD
-//! Applications, Argo Rollouts, Pods, External Secrets, Crossplane claims, platform resources), so every rule
-//! a user sees — drift, stale secrets, a schema behind its code — is tested here without a cluster.
+//! Applications, Argo Rollouts, Pods, Deployments, Events, External Secrets, Crossplane claims, platform
+//! resources), so every rule a user sees — drift, stale secrets, a schema behind its code — is tested here
+//! without a cluster.
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::DynamicObject;
 use serde_json::Value;
 use shared::crd::{DatabaseSchema, Release};
 use shared::fleet::{
-    ApplicationView, CloudResourceView, CommitView, DeploymentCard, EnvironmentCell, Health,
-    OperationView, PodView, ReleaseView, RolloutStep, RolloutView, SchemaView, SecretView,
-    SyncStatus,
+    ApplicationView, CloudResourceView, CommitView, DeploymentCard, EVENTS_SHOWN, EnvironmentCell,
+    EventView, Health, OperationView, PodView, ReleaseView, RolloutStep, RolloutView, SchemaView,
+    SecretView, SyncStatus, WorkloadView,
 };
 
 /// Everything known about one service in one environment.
@@ -33,6 +35,10 @@ pub struct CardInputs<'a> {
     pub secrets: Vec<&'a DynamicObject>,
     /// Its Crossplane claims.
     pub claims: Vec<&'a DynamicObject>,
+    /// Its plain Deployments.
+    pub deployments: Vec<&'a Deployment>,
+    /// The events in its namespace here (only Warnings are shown).
+    pub events: Vec<&'a Event>,
     /// Since when the environment's cluster is unreachable.
     pub unreachable_since: Option<String>,
     /// Commits between the previous and the running version, when fetched.
@@ -331,6 +337,114 @@ fn claim_view(object: &DynamicObject) -> CloudResourceView {
     }
 }
 
+/// The Deployment condition reasons that mean a rollout has finished rather than is under way.
+const SETTLED_REASONS: [&str; 1] = ["NewReplicaSetAvailable"];
+
+fn workload_view(deployment: &Deployment) -> WorkloadView {
+    let status = deployment.status.as_ref();
+    let conditions = status
+        .and_then(|s| s.conditions.as_deref())
+        .unwrap_or_default();
+    // The condition of `kind`, when its status is `status`.
+    let find = |kind: &str, status: &str| {
+        conditions
+            .iter()
+            .find(|c| c.type_.as_deref() == Some(kind) && c.status.as_deref() == Some(status))
+    };
+    let message = |c: &k8s_openapi::api::apps::v1::DeploymentCondition| {
+        c.message
+            .clone()
+            .or_else(|| c.reason.clone())
+            .unwrap_or_else(|| {
+                format!(
+                    "{} is {}",
+                    c.type_.as_deref().unwrap_or("a condition"),
+                    c.status.as_deref().unwrap_or("unknown")
+                )
+            })
+    };
+    // The first failure that explains the others: a stuck rollout usually also leaves too few available.
+    let problem = find("Progressing", "False")
+        .or_else(|| find("ReplicaFailure", "True"))
+        .or_else(|| find("Available", "False"))
+        .map(message);
+    let progressing = find("Progressing", "True")
+        .filter(|c| {
+            c.reason
+                .as_deref()
+                .is_none_or(|r| !SETTLED_REASONS.contains(&r))
+        })
+        .map(message);
+    let count = |n: Option<i32>| u32::try_from(n.unwrap_or_default()).unwrap_or_default();
+    WorkloadView {
+        name: deployment.metadata.name.clone().unwrap_or_default(),
+        // The apiserver defaults a missing `spec.replicas` to 1.
+        replicas: u32::try_from(deployment.spec.replicas.unwrap_or(1)).unwrap_or_default(),
+        ready_replicas: count(status.and_then(|s| s.ready_replicas)),
+        updated_replicas: count(status.and_then(|s| s.updated_replicas)),
+        available_replicas: count(status.and_then(|s| s.available_replicas)),
+        progressing,
+        problem,
+    }
+}
+
+/// When an event last happened: a series' last observation, else the last timestamp, else when it was
+/// first recorded (newer reporters fill `eventTime` only).
+fn event_last_seen(event: &Event) -> Option<jiff::Timestamp> {
+    event
+        .series
+        .as_ref()
+        .and_then(|s| s.last_observed_time.as_ref())
+        .map(|t| t.0)
+        .or_else(|| event.last_timestamp.as_ref().map(|t| t.0))
+        .or_else(|| event.event_time.as_ref().map(|t| t.0))
+        .or_else(|| event.first_timestamp.as_ref().map(|t| t.0))
+        .or_else(|| event.metadata.creation_timestamp.as_ref().map(|t| t.0))
+}
+
+/// The newest Warning events, newest first, at most [`EVENTS_SHOWN`]. Ties are broken on the text so the
+/// same events always make the same card (cards are compared to decide what to send).
+fn event_views(events: &[&Event]) -> Vec<EventView> {
+    let mut warnings: Vec<(Option<jiff::Timestamp>, EventView)> = events
+        .iter()
+        .filter(|e| e.type_.as_deref() == Some("Warning"))
+        .map(|event| {
+            let at = event_last_seen(event);
+            let involved = &event.involved_object;
+            let count = event
+                .series
+                .as_ref()
+                .and_then(|s| s.count)
+                .or(event.count)
+                .unwrap_or(1);
+            let view = EventView {
+                reason: event.reason.clone().unwrap_or_default(),
+                message: event.message.clone().unwrap_or_default(),
+                object_kind: involved.kind.clone().unwrap_or_default(),
+                object_name: involved.name.clone().unwrap_or_default(),
+                count: u32::try_from(count).unwrap_or_default().max(1),
+                last_seen: at.map(|t| t.to_string()),
+            };
+            (at, view)
+        })
+        .collect();
+    warnings.sort_by(|(a_at, a), (b_at, b)| {
+        b_at.cmp(a_at).then_with(|| {
+            (&a.object_kind, &a.object_name, &a.reason, &a.message).cmp(&(
+                &b.object_kind,
+                &b.object_name,
+                &b.reason,
+                &b.message,
+            ))
+        })
+    });
+    warnings
+        .into_iter()
+        .take(EVENTS_SHOWN)
+        .map(|(_, view)| view)
+        .collect()
+}
+
 /// The card for one service in one environment.
 pub fn card(inputs: CardInputs<'_>) -> DeploymentCard {
     let mut pods: Vec<PodView> = inputs.pods.iter().map(|p| pod_view(p)).collect();
@@ -344,6 +458,12 @@ pub fn card(inputs: CardInputs<'_>) -> DeploymentCard {
     let mut cloud_resources: Vec<CloudResourceView> =
         inputs.claims.iter().map(|c| claim_view(c)).collect();
     cloud_resources.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut deployments: Vec<WorkloadView> = inputs
+        .deployments
+        .iter()
+        .map(|d| workload_view(d))
+        .collect();
+    deployments.sort_by(|a, b| a.name.cmp(&b.name));
     DeploymentCard {
         service: inputs.service.to_string(),
         environment: inputs.environment.to_string(),
@@ -360,6 +480,8 @@ pub fn card(inputs: CardInputs<'_>) -> DeploymentCard {
         pods,
         secrets,
         cloud_resources,
+        deployments,
+        events: event_views(&inputs.events),
     }
 }
 
@@ -487,6 +609,85 @@ mod tests {
         let app = json!({"status": {"history": [
             {"revision": "aaaaaaaaaa"}, {"revision": "bbbbbbbbbb"}, {"revision": "bbbbbbbbbb"}]}});
         assert_eq!(previous_version(&app).as_deref(), Some("aaaaaaa"));
+    }
+
+    fn deployment(value: Value) -> Deployment {
+        serde_json::from_value(value).expect("a Deployment")
+    }
+
+    #[test]
+    fn a_deployment_says_when_its_rollout_is_stuck_and_not_when_it_finished() {
+        let settled = deployment(json!({
+            "metadata": {"name": "ledger-worker"},
+            "spec": {"replicas": 2, "selector": {}, "template": {}},
+            "status": {"replicas": 2, "readyReplicas": 2, "updatedReplicas": 2, "availableReplicas": 2,
+                "conditions": [
+                    {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"},
+                    {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable",
+                     "message": "ReplicaSet \"ledger-worker-1\" has successfully progressed."}]}
+        }));
+        let view = workload_view(&settled);
+        assert_eq!(
+            (
+                view.replicas,
+                view.ready_replicas,
+                view.updated_replicas,
+                view.available_replicas
+            ),
+            (2, 2, 2, 2)
+        );
+        assert_eq!((view.progressing, view.problem), (None, None));
+
+        let stuck = deployment(json!({
+            "metadata": {"name": "ledger-worker"},
+            "spec": {"selector": {}, "template": {}},
+            "status": {"replicas": 2, "updatedReplicas": 1, "conditions": [
+                {"type": "Available", "status": "False", "message": "Deployment does not have minimum availability."},
+                {"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded",
+                 "message": "ReplicaSet \"ledger-worker-2\" has timed out progressing."}]}
+        }));
+        let view = workload_view(&stuck);
+        // A missing spec.replicas is the apiserver's default of one.
+        assert_eq!((view.replicas, view.ready_replicas), (1, 0));
+        assert_eq!(
+            view.problem.as_deref(),
+            Some("ReplicaSet \"ledger-worker-2\" has timed out progressing.")
+        );
+        assert_eq!(view.progressing, None);
+    }
+
+    fn event(name: &str, kind: &str, reason: &str, last: &str) -> Event {
+        serde_json::from_value(json!({
+            "metadata": {"name": format!("{name}.{reason}"), "namespace": "shop"},
+            "involvedObject": {"kind": "Pod", "name": name},
+            "reason": reason, "message": format!("{reason} on {name}"), "type": kind,
+            "count": 3, "lastTimestamp": last,
+        }))
+        .expect("an Event")
+    }
+
+    #[test]
+    fn a_card_keeps_the_newest_warnings_only() {
+        let mut events: Vec<Event> = (0..7)
+            .map(|n| {
+                event(
+                    &format!("web-{n}"),
+                    "Warning",
+                    "BackOff",
+                    &format!("2026-11-30T09:0{n}:00Z"),
+                )
+            })
+            .collect();
+        events.push(event("web-9", "Normal", "Started", "2026-11-30T10:00:00Z"));
+        let refs: Vec<&Event> = events.iter().collect();
+        let views = event_views(&refs);
+        let names: Vec<_> = views.iter().map(|v| v.object_name.as_str()).collect();
+        assert_eq!(names, ["web-6", "web-5", "web-4", "web-3", "web-2"]);
+        assert_eq!(views[0].last_seen.as_deref(), Some("2026-11-30T09:06:00Z"));
+        assert_eq!((views[0].object_kind.as_str(), views[0].count), ("Pod", 3));
+        // The order does not depend on the order the cache hands them over.
+        let reversed: Vec<&Event> = events.iter().rev().collect();
+        assert_eq!(event_views(&reversed), views);
     }
 
     #[test]

@@ -7,9 +7,10 @@ use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt as _;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Event, Namespace, Pod};
 use kube::api::{ApiResource, DynamicObject};
-use kube::runtime::reflector::{self, Store};
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Api, Client, Resource, ResourceExt as _};
 use serde::de::DeserializeOwned;
@@ -147,8 +148,53 @@ pub fn start(
                         },
                     )
                 };
+                // Created first: the events watch maps each event to a service through it.
+                let namespaces = spawn_with(
+                    Api::<Namespace>::all(client.clone()),
+                    (),
+                    watcher::Config::default(),
+                    trim_namespace,
+                    source.clone(),
+                    dirty_tx.clone(),
+                    {
+                        // A namespace that gains its labels late makes its events count from then on.
+                        let mark = mark_by_label.clone();
+                        move |n: &Namespace| mark(&n.metadata)
+                    },
+                );
                 let stores = WorkloadStores {
                     cluster: cluster.clone(),
+                    deployments: spawn_with(
+                        Api::<Deployment>::all(client.clone()),
+                        (),
+                        watcher::Config::default(),
+                        trim_deployment,
+                        source.clone(),
+                        dirty_tx.clone(),
+                        {
+                            let mark = mark_by_label.clone();
+                            move |d: &Deployment| mark(&d.metadata)
+                        },
+                    ),
+                    events: spawn_with(
+                        Api::<Event>::all(client.clone()),
+                        (),
+                        // Cards show only warnings; Normal events are most of a cluster's events and
+                        // would cost memory and recomputes for nothing.
+                        watcher::Config::default().fields("type=Warning"),
+                        trim_event,
+                        source.clone(),
+                        dirty_tx.clone(),
+                        {
+                            let mark = mark_by_label.clone();
+                            let namespaces = namespaces.clone();
+                            move |e: &Event| {
+                                let namespace = e.metadata.namespace.as_deref()?;
+                                mark(&namespaces.get(&ObjectRef::new(namespace))?.metadata)
+                            }
+                        },
+                    ),
+                    namespaces,
                     pods: spawn(
                         Api::<Pod>::all(client.clone()),
                         (),
@@ -219,14 +265,61 @@ where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Clone + Eq + Hash + Send + Sync + 'static,
 {
+    spawn_with(
+        api,
+        dyntype,
+        watcher::Config::default(),
+        |_: &mut K| {},
+        source,
+        dirty,
+        key,
+    )
+}
+
+/// Drops what no card reads from a Deployment: the pod template (the pods themselves are watched) and the
+/// annotations (`last-applied-configuration` alone repeats the whole object).
+fn trim_deployment(deployment: &mut Deployment) {
+    deployment.metadata.annotations = None;
+    deployment.spec.template = Default::default();
+}
+
+/// Keeps a Namespace's name and labels: all the events watch needs to find the service.
+fn trim_namespace(namespace: &mut Namespace) {
+    namespace.metadata.annotations = None;
+    namespace.spec = None;
+    namespace.status = None;
+}
+
+/// Drops the parts of an Event no card shows.
+fn trim_event(event: &mut Event) {
+    event.metadata.annotations = None;
+    event.metadata.labels = None;
+    event.related = None;
+}
+
+/// As [`spawn`], watching with `config` and trimming each object with `trim` before it is stored.
+fn spawn_with<K>(
+    api: Api<K>,
+    dyntype: K::DynamicType,
+    config: watcher::Config,
+    trim: impl Fn(&mut K) + Send + 'static,
+    source: SourceHandle,
+    dirty: mpsc::UnboundedSender<Dirty>,
+    key: impl Fn(&K) -> Option<String> + Send + 'static,
+) -> Store<K>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Clone + Eq + Hash + Send + Sync + 'static,
+{
     let writer = reflector::store::Writer::new(dyntype);
     let reader = writer.as_reader();
     let watch_id = source.add_watch();
-    let stream = watcher(api, watcher::Config::default())
+    let stream = watcher(api, config)
         .default_backoff()
         // Nobody reads managed fields, and they are a large share of each object.
-        .modify(|object: &mut K| {
+        .modify(move |object: &mut K| {
             object.meta_mut().managed_fields = None;
+            trim(object);
         })
         .reflect(writer);
     tokio::spawn(async move {

@@ -242,6 +242,157 @@ async fn a_card_says_what_changed_since_the_previous_version() {
     );
 }
 
+#[tokio::test]
+async fn a_crash_looping_card_carries_its_back_off_warnings_naming_the_pod() {
+    use sandbox::fixtures::workloads::{CRASH_LOOPING_ENVIRONMENT, CRASH_LOOPING_SERVICE};
+    let app = TestApp::start().await;
+    let card = card_eventually(
+        &app,
+        CRASH_LOOPING_SERVICE,
+        CRASH_LOOPING_ENVIRONMENT,
+        |c| !c.events.is_empty(),
+    )
+    .await;
+    let crashing: Vec<&str> = card
+        .pods
+        .iter()
+        .filter(|p| p.waiting_reason.as_deref() == Some("CrashLoopBackOff"))
+        .map(|p| p.name.as_str())
+        .collect();
+    assert!(!crashing.is_empty(), "{:?}", card.pods);
+    let back_off = card
+        .events
+        .iter()
+        .find(|e| e.reason == "BackOff")
+        .unwrap_or_else(|| panic!("no BackOff warning in {:?}", card.events));
+    assert_eq!(back_off.object_kind, "Pod");
+    assert!(
+        crashing.contains(&back_off.object_name.as_str()),
+        "{back_off:?}"
+    );
+    assert!(back_off.message.contains(&back_off.object_name));
+    assert!(back_off.count > 1);
+    let last_seen = back_off.last_seen.as_deref().expect("a last-seen time");
+    assert!(last_seen.parse::<jiff::Timestamp>().is_ok(), "{last_seen}");
+    // Only warnings: the pods' Scheduled/Started and the Rollout's steps are Normal events.
+    assert!(
+        card.events.iter().all(|e| e.reason == "BackOff"),
+        "{:?}",
+        card.events
+    );
+
+    // A healthy service has nothing to warn about.
+    let healthy = card_eventually(&app, "payments", CRASH_LOOPING_ENVIRONMENT, |_| true).await;
+    assert!(healthy.events.is_empty(), "{:?}", healthy.events);
+}
+
+#[tokio::test]
+async fn a_worker_deployment_shows_on_its_card_with_its_replica_counts() {
+    let (service, worker) = sandbox::fixtures::workloads::WORKER;
+    let app = TestApp::start().await;
+    for environment in ["dev", "prod"] {
+        let card = card_eventually(&app, service, environment, |c| !c.deployments.is_empty()).await;
+        let names: Vec<_> = card.deployments.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(names, [worker], "{environment}");
+        let deployment = &card.deployments[0];
+        assert_eq!(
+            (
+                deployment.replicas,
+                deployment.ready_replicas,
+                deployment.updated_replicas,
+                deployment.available_replicas
+            ),
+            (1, 1, 1, 1)
+        );
+        assert_eq!(
+            (&deployment.progressing, &deployment.problem),
+            (&None, &None)
+        );
+        // The Rollout is not a Deployment.
+        let other = card_eventually(&app, "payments", environment, |_| true).await;
+        assert!(other.deployments.is_empty(), "{:?}", other.deployments);
+    }
+
+    // A worker that loses its pod says so.
+    let dev = app.sandbox.cluster("dev").unwrap();
+    let mut deployment = dev
+        .get("apps/v1", "Deployment", Some(service), worker)
+        .expect("the worker deployment");
+    deployment["status"]["readyReplicas"] = 0.into();
+    deployment["status"]["availableReplicas"] = 0.into();
+    deployment["status"]["conditions"][0] = serde_json::json!({
+        "type": "Available", "status": "False", "reason": "MinimumReplicasUnavailable",
+        "message": "Deployment does not have minimum availability.",
+    });
+    dev.apply(deployment).unwrap();
+    let card = card_eventually(&app, service, "dev", |c| {
+        c.deployments.first().is_some_and(|d| d.ready_replicas == 0)
+    })
+    .await;
+    let deployment = &card.deployments[0];
+    assert_eq!((deployment.replicas, deployment.ready_replicas), (1, 0));
+    assert_eq!(
+        deployment.problem.as_deref(),
+        Some("Deployment does not have minimum availability.")
+    );
+}
+
+#[tokio::test]
+async fn a_new_warning_event_appears_on_its_services_card() {
+    let app = TestApp::start().await;
+    let before = card_eventually(&app, "cart", "dev", |_| true).await;
+    assert!(before.events.is_empty(), "{:?}", before.events);
+    let pod = before.pods.first().expect("cart runs pods").name.clone();
+    let dev = app.sandbox.cluster("dev").unwrap();
+    let now = jiff::Timestamp::from_second(jiff::Timestamp::now().as_second())
+        .unwrap()
+        .to_string();
+    let event = |name: &str, kind: &str, reason: &str, message: &str| {
+        serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": format!("{pod}.{name}"), "namespace": "cart"},
+            "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": pod, "namespace": "cart"},
+            "reason": reason,
+            "message": message,
+            "type": kind,
+            "count": 2,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "source": {"component": "kubelet"},
+        })
+    };
+    // A Normal event first: it must not show, and the warning after it proves the card was recomputed.
+    dev.apply(event(
+        "started",
+        "Normal",
+        "Started",
+        "Started container cart",
+    ))
+    .unwrap();
+    dev.apply(event(
+        "unhealthy",
+        "Warning",
+        "Unhealthy",
+        "Readiness probe failed: HTTP probe failed with statuscode: 503",
+    ))
+    .unwrap();
+    let card = card_eventually(&app, "cart", "dev", |c| !c.events.is_empty()).await;
+    assert_eq!(card.events.len(), 1, "{:?}", card.events);
+    let warning = &card.events[0];
+    assert_eq!(warning.reason, "Unhealthy");
+    assert_eq!(
+        (warning.object_kind.as_str(), warning.object_name.as_str()),
+        ("Pod", pod.as_str())
+    );
+    assert_eq!(warning.count, 2);
+    assert_eq!(warning.last_seen.as_deref(), Some(now.as_str()));
+    assert!(warning.message.starts_with("Readiness probe failed"));
+    // The same service in the other environment knows nothing of it.
+    let prod = card_eventually(&app, "cart", "prod", |_| true).await;
+    assert!(prod.events.is_empty(), "{:?}", prod.events);
+}
+
 /// Requests the sandbox's Kubernetes APIs and Argo CD have received so far.
 fn upstream_requests(app: &TestApp) -> u64 {
     let kube: u64 = sandbox::CLUSTERS
