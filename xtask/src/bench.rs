@@ -13,6 +13,25 @@ use crate::util;
 /// Options of `cargo xtask bench`.
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {
+    /// Which benchmark; the service list when not given.
+    #[command(subcommand)]
+    pub which: Option<Which>,
+    #[command(flatten)]
+    pub services: ServicesArgs,
+}
+
+/// The benchmarks.
+#[derive(Debug, clap::Subcommand)]
+pub enum Which {
+    /// `GET /api/v1/services` at scale under wrk (the default).
+    Services(ServicesArgs),
+    /// `tower sandbox --speed 10` left running: its RSS every 30 s, and the growth from the first minute.
+    SandboxMemory(crate::memory::MemoryArgs),
+}
+
+/// Options of the service-list benchmark.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServicesArgs {
     /// Services the sandbox generates.
     #[arg(long, default_value_t = 1000)]
     pub scale: usize,
@@ -27,19 +46,17 @@ pub struct BenchArgs {
 const TOWER: &str = "127.0.0.1:18700";
 const SANDBOX: &str = "127.0.0.1:18701";
 
-/// Kills the server when the bench ends, however it ends.
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+/// Runs the benchmark asked for.
+pub fn bench(args: &BenchArgs) -> Result<()> {
+    match &args.which {
+        None => services(&args.services),
+        Some(Which::Services(services_args)) => services(services_args),
+        Some(Which::SandboxMemory(memory_args)) => crate::memory::sandbox_memory(memory_args),
     }
 }
 
-/// Runs the benchmark.
-pub fn bench(args: &BenchArgs) -> Result<()> {
-    ensure_wrk()?;
+/// Builds the `tower` binary as users run it (release) and returns its path.
+pub fn release_tower() -> Result<std::path::PathBuf> {
     util::run(&mut util::cargo([
         "build",
         "--release",
@@ -48,7 +65,22 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
         "--bin",
         "tower",
     ]))?;
-    let binary = util::repo_root().join("target/release/tower");
+    Ok(util::repo_root().join("target/release/tower"))
+}
+
+/// Kills a child process when dropped, however the bench ends.
+pub struct Server(pub Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn services(args: &ServicesArgs) -> Result<()> {
+    ensure_wrk()?;
+    let binary = release_tower()?;
     let started = Instant::now();
     let mut serve = util::command(&binary);
     serve

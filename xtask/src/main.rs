@@ -2,6 +2,7 @@
 
 mod bench;
 mod dist;
+mod memory;
 mod run;
 mod test;
 mod util;
@@ -34,7 +35,8 @@ enum Command {
         #[arg(last = true)]
         args: Vec<String>,
     },
-    /// Measure what the issues set targets for (service list latency and throughput at scale).
+    /// Measure what the issues set targets for: service list latency and throughput at scale (default),
+    /// or the sandbox's memory over ten minutes (`bench sandbox-memory`).
     Bench(bench::BenchArgs),
     /// Format check, clippy (native and wasm32), tests, then the Playwright suite.
     Test {
