@@ -2,8 +2,8 @@ import { test, expect, type Page } from '@playwright/test';
 
 // The Fleet area against the sandbox's fixtures: catalog-prod is OutOfSync; recommendations dev is Degraded
 // with a crash-looping pod and its BackOff warnings; ledger runs a worker Deployment; checkout prod has a
-// stale ExternalSecret; catalog dev has a Crossplane composition error; payments prod's database is behind
-// the code (applied 0003, code 0004).
+// stale ExternalSecret; catalog dev has a Crossplane composition error (each database claim composes an RDS
+// Instance and a SubnetGroup); payments prod's database is behind the code (applied 0003, code 0004).
 
 async function signInAsGuest(page: Page, path = '/') {
   await page.goto(path);
@@ -111,6 +111,22 @@ test('a service page shows one card per environment with what the fixtures got w
   await page.goto('/services/catalog');
   await expect(card(page, 'dev').getByTestId('composition-error')).toBeVisible();
   await expect(card(page, 'prod').getByTestId('chip-sync')).toHaveText(/OutOfSync/);
+  // The failing claim shows what it composed before, still running; those are fine, so no message.
+  const composedUnderError = card(page, 'dev').getByTestId('cloud-resources').getByTestId('composed-resource');
+  await expect(composedUnderError).toHaveCount(2);
+  await expect(composedUnderError.getByTestId('composed-message')).toHaveCount(0);
+
+  // A fine claim folds, with what it composed inside: an RDS Instance and its SubnetGroup, Ready and Synced.
+  await page.goto('/services/payments');
+  const resources = card(page, 'prod').getByTestId('cloud-resources');
+  await expect(resources.locator('details.folded summary')).toHaveText(/1 resource ready and synced/);
+  await resources.locator('details.folded summary').click();
+  for (const kind of ['Instance', 'SubnetGroup']) {
+    const composed = resources.locator(`[data-testid="composed-resource"][data-kind="${kind}"]`);
+    await expect(composed).toBeVisible();
+    await expect(composed.getByTestId('composed-ready')).toHaveAttribute('data-value', 'Ready');
+    await expect(composed.getByTestId('composed-synced')).toHaveAttribute('data-value', 'Synced');
+  }
 });
 
 test('the environment picker and the tabs live in the URL', async ({ page }) => {

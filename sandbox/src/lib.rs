@@ -282,6 +282,8 @@ impl Sandbox {
             },
             labels: LabelsConfig::default(),
             crossplane_claims: shared::config::default_claim_kinds(),
+            // The defaults are what the sandbox's Composition composes, so the tests exercise them.
+            crossplane_composed: shared::config::default_composed_kinds(),
         }
     }
 }

@@ -122,6 +122,33 @@ clusters:
     }
 
     #[test]
+    fn crossplane_kinds_default_and_an_empty_field_is_named() {
+        let config = parse("tower.yaml", MINIMAL, |_| None).expect("valid");
+        assert_eq!(
+            config.crossplane_composed,
+            shared::config::default_composed_kinds()
+        );
+        // A file written before composed kinds existed keeps its claims and gets the default composed kinds.
+        let text = format!(
+            "{MINIMAL}crossplane_claims:\n  - {{group: db.example, version: v1, kind: Db, plural: dbs}}\n"
+        );
+        let config = parse("tower.yaml", &text, |_| None).expect("valid");
+        assert_eq!(config.crossplane_claims[0].plural, "dbs");
+        assert_eq!(config.crossplane_composed.len(), 2);
+
+        let text = format!(
+            "{MINIMAL}crossplane_composed:\n  - {{group: rds.example, version: v1, kind: Instance, plural: ''}}\n"
+        );
+        let error = parse("tower.yaml", &text, |_| None).expect_err("empty plural");
+        assert!(
+            error
+                .to_string()
+                .contains("crossplane_composed[0].plural: must not be empty"),
+            "{error}"
+        );
+    }
+
+    #[test]
     fn an_unknown_key_is_named() {
         let text = format!("{MINIMAL}colour: blue\n");
         let error = parse("tower.yaml", &text, |_| None).expect_err("unknown key");

@@ -60,6 +60,9 @@ pub struct WorkloadStores {
     pub secrets: Store<DynamicObject>,
     /// Crossplane claims, one store per claim kind.
     pub claims: Vec<Store<DynamicObject>>,
+    /// Crossplane managed resources, one store per composed kind: cluster-scoped, trimmed to labels and
+    /// conditions, mapped to services through their claim's namespace.
+    pub composed: Vec<Store<DynamicObject>>,
     /// Plain Deployments (workers and the like beside a service's Rollout), pod templates trimmed.
     pub deployments: Store<Deployment>,
     /// Namespaces, names and labels only: a service's namespace carries the platform labels its Events lack.
@@ -347,6 +350,13 @@ impl FleetModel {
                     workload.deployments.wait_until_ready(),
                     workload.namespaces.wait_until_ready(),
                     workload.events.wait_until_ready(),
+                    futures::future::join_all(
+                        workload
+                            .claims
+                            .iter()
+                            .chain(&workload.composed)
+                            .map(Store::wait_until_ready),
+                    ),
                 );
             })
             .await;
@@ -543,6 +553,11 @@ impl FleetModel {
                 .get(&key)
                 .map(|s| s.iter().map(Arc::as_ref).collect())
                 .unwrap_or_default(),
+            composed: index
+                .composed
+                .get(&key)
+                .map(|s| s.iter().map(Arc::as_ref).collect())
+                .unwrap_or_default(),
             deployments: index
                 .deployments
                 .get(&key)
@@ -571,6 +586,7 @@ struct Index {
     pods: HashMap<Key, Vec<Arc<Pod>>>,
     secrets: HashMap<Key, Vec<Arc<DynamicObject>>>,
     claims: HashMap<Key, Vec<Arc<DynamicObject>>>,
+    composed: HashMap<Key, Vec<Arc<DynamicObject>>>,
     deployments: HashMap<Key, Vec<Arc<Deployment>>>,
     events: HashMap<Key, Vec<Arc<Event>>>,
     schemas: Vec<Arc<DatabaseSchema>>,
@@ -600,6 +616,7 @@ impl Index {
             pods: HashMap::new(),
             secrets: HashMap::new(),
             claims: HashMap::new(),
+            composed: HashMap::new(),
             deployments: HashMap::new(),
             events: HashMap::new(),
             schemas: stores.schemas.state(),
@@ -647,13 +664,29 @@ impl Index {
                     index.deployments.entry(key).or_default().push(deployment);
                 }
             }
-            // Events carry no platform labels: they belong to the service whose namespace they are in.
+            // Events and composed resources carry no platform labels: they belong to the service whose
+            // namespace they are in (for composed resources, the namespace of the claim they serve).
             let services_by_namespace: HashMap<String, Key> = workload
                 .namespaces
                 .state()
                 .iter()
                 .filter_map(|ns| Some((ns.metadata.name.clone()?, label_key(&ns.metadata, env)?)))
                 .collect();
+            for store in &workload.composed {
+                for resource in store.state() {
+                    let key = resource
+                        .labels()
+                        .get(cards::CLAIM_NAMESPACE_LABEL)
+                        .and_then(|ns| services_by_namespace.get(ns));
+                    if let Some(key) = key {
+                        index
+                            .composed
+                            .entry(key.clone())
+                            .or_default()
+                            .push(resource);
+                    }
+                }
+            }
             for event in workload.events.state() {
                 let key = event
                     .metadata

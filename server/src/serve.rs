@@ -138,16 +138,8 @@ pub async fn build_state(
     let (stores, sources, dirty_tx, dirty_rx) = watch::start(watch::Clusters {
         management,
         workloads,
-        claim_kinds: config
-            .crossplane_claims
-            .iter()
-            .map(|c| watch::ClaimKind {
-                group: c.group.clone(),
-                version: c.version.clone(),
-                kind: c.kind.clone(),
-                plural: c.plural.clone(),
-            })
-            .collect(),
+        claim_kinds: config.crossplane_claims.iter().map(Into::into).collect(),
+        composed_kinds: config.crossplane_composed.iter().map(Into::into).collect(),
         component_label: config.labels.component.clone(),
     });
     let github_app = match &config.github {

@@ -37,15 +37,22 @@ pub struct TowerConfig {
     /// The discovery labels.
     #[serde(default)]
     pub labels: LabelsConfig,
-    /// Crossplane claim kinds shown on deployment cards.
+    /// Crossplane claim kinds shown on deployment cards: namespaced, in the service's namespace on workload
+    /// clusters, found by the component label.
     #[serde(default = "default_claim_kinds")]
-    pub crossplane_claims: Vec<ClaimKindConfig>,
+    pub crossplane_claims: Vec<ResourceKindConfig>,
+    /// Crossplane managed resource kinds shown under the claim that composed them: cluster-scoped, found by
+    /// the `crossplane.io/claim-name` and `crossplane.io/claim-namespace` labels Crossplane puts on them.
+    /// Empty shows claims alone.
+    #[serde(default = "default_composed_kinds")]
+    pub crossplane_composed: Vec<ResourceKindConfig>,
 }
 
-/// A Crossplane claim kind (namespaced, in the service's namespace on workload clusters).
+/// A Kubernetes resource kind Tower watches by name rather than by a type compiled in (a Crossplane claim or
+/// managed resource kind).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ClaimKindConfig {
+pub struct ResourceKindConfig {
     /// API group, e.g. `database.acme.example`.
     pub group: String,
     /// Version, e.g. `v1alpha1`.
@@ -56,14 +63,53 @@ pub struct ClaimKindConfig {
     pub plural: String,
 }
 
+impl ResourceKindConfig {
+    fn new(group: &str, version: &str, kind: &str, plural: &str) -> Self {
+        Self {
+            group: group.into(),
+            version: version.into(),
+            kind: kind.into(),
+            plural: plural.into(),
+        }
+    }
+
+    /// The problems of the kind found at `key`: every field is needed to address its API.
+    fn validate(&self, key: &str) -> Vec<ConfigError> {
+        [
+            ("group", &self.group),
+            ("version", &self.version),
+            ("kind", &self.kind),
+            ("plural", &self.plural),
+        ]
+        .into_iter()
+        .filter(|(_, value)| value.trim().is_empty())
+        .map(|(field, _)| error(format!("{key}.{field}"), "must not be empty"))
+        .collect()
+    }
+}
+
 /// The platform's database claim.
-pub fn default_claim_kinds() -> Vec<ClaimKindConfig> {
-    vec![ClaimKindConfig {
-        group: "database.acme.example".into(),
-        version: "v1alpha1".into(),
-        kind: "PostgreSQLInstance".into(),
-        plural: "postgresqlinstances".into(),
-    }]
+pub fn default_claim_kinds() -> Vec<ResourceKindConfig> {
+    vec![ResourceKindConfig::new(
+        "database.acme.example",
+        "v1alpha1",
+        "PostgreSQLInstance",
+        "postgresqlinstances",
+    )]
+}
+
+/// What the platform's database Composition composes: an RDS instance and its subnet group (Upbound's AWS
+/// provider).
+pub fn default_composed_kinds() -> Vec<ResourceKindConfig> {
+    vec![
+        ResourceKindConfig::new("rds.aws.upbound.io", "v1beta1", "Instance", "instances"),
+        ResourceKindConfig::new(
+            "rds.aws.upbound.io",
+            "v1beta1",
+            "SubnetGroup",
+            "subnetgroups",
+        ),
+    ]
 }
 
 fn default_listen() -> String {
@@ -335,6 +381,14 @@ impl TowerConfig {
         if self.auth.session_hours == 0 {
             errors.push(error("auth.session_hours", "must be at least 1"));
         }
+        for (key, kinds) in [
+            ("crossplane_claims", &self.crossplane_claims),
+            ("crossplane_composed", &self.crossplane_composed),
+        ] {
+            for (index, kind) in kinds.iter().enumerate() {
+                errors.extend(kind.validate(&format!("{key}[{index}]")));
+            }
+        }
         errors
     }
 
@@ -384,6 +438,7 @@ mod tests {
             auth: AuthConfig::default(),
             labels: LabelsConfig::default(),
             crossplane_claims: default_claim_kinds(),
+            crossplane_composed: default_composed_kinds(),
         }
     }
 
@@ -413,5 +468,29 @@ mod tests {
             errors[0].to_string(),
             "clusters[1]: give exactly one of `url`, `context`, `in_cluster`"
         );
+    }
+
+    #[test]
+    fn a_resource_kind_missing_a_field_is_named() {
+        let mut bad = config();
+        bad.crossplane_composed[0].plural = " ".into();
+        bad.crossplane_claims[0].group = String::new();
+        let errors = bad.validate();
+        let keys: Vec<_> = errors.iter().map(|e| e.key.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "crossplane_claims[0].group",
+                "crossplane_composed[0].plural"
+            ]
+        );
+        assert_eq!(
+            errors[1].to_string(),
+            "crossplane_composed[0].plural: must not be empty"
+        );
+        // Empty lists are fine: Tower then shows no claims, or claims without what they compose.
+        bad.crossplane_claims.clear();
+        bad.crossplane_composed.clear();
+        assert_eq!(bad.validate(), vec![]);
     }
 }

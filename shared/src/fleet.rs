@@ -390,6 +390,25 @@ pub struct CloudResourceView {
     pub synced: bool,
     /// The failing condition's message (a composition error), if any.
     pub message: Option<String>,
+    /// The managed resources composed for it, by kind then name: a claim is only as ready as these, and
+    /// the cloud provider's error is on them, not on the claim.
+    #[serde(default)]
+    pub composed: Vec<ComposedResourceView>,
+}
+
+/// A managed resource a claim's composite composed (e.g. an RDS `Instance`), cluster-scoped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ComposedResourceView {
+    /// Its kind.
+    pub kind: String,
+    /// Its name.
+    pub name: String,
+    /// Ready condition: the external resource exists and is available.
+    pub ready: bool,
+    /// Synced condition: the provider's last reconcile with the cloud API succeeded.
+    pub synced: bool,
+    /// The failing condition's message (the provider's error), if any.
+    pub message: Option<String>,
 }
 
 /// A Kubernetes Deployment of the service (`apps/v1`), for workloads that do not roll out with Argo Rollouts.

@@ -7,8 +7,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::fleet::{
-    ActivityItem, CloudResourceView, DeploymentCard, EnvironmentCell, EventView, Health, PodView,
-    RolloutStep, SecretView, ServiceSummary, SyncStatus, WorkloadView,
+    ActivityItem, CloudResourceView, ComposedResourceView, DeploymentCard, EnvironmentCell,
+    EventView, Health, PodView, RolloutStep, SecretView, ServiceSummary, SyncStatus, WorkloadView,
 };
 
 // ---------------------------------------------------------------------------------------------------------
@@ -225,8 +225,17 @@ pub fn secret_has_problem(secret: &SecretView) -> bool {
     !secret.ready || secret.stale
 }
 
-/// A Crossplane resource worth expanding: not ready, not synced, or carrying an error.
+/// A Crossplane claim worth expanding: not ready, not synced, or carrying an error, itself or in a
+/// resource it composed (the claim's own conditions lag behind those).
 pub fn resource_has_problem(resource: &CloudResourceView) -> bool {
+    !resource.ready
+        || !resource.synced
+        || resource.message.is_some()
+        || resource.composed.iter().any(composed_has_problem)
+}
+
+/// A composed (managed) resource worth pointing at: not ready, not synced, or carrying an error.
+pub fn composed_has_problem(resource: &ComposedResourceView) -> bool {
     !resource.ready || !resource.synced || resource.message.is_some()
 }
 
@@ -1079,6 +1088,33 @@ mod tests {
             workload_counts(&worker(2, 1)),
             "1/2 ready · 2 updated · 1 available"
         );
+    }
+
+    fn instance(ready: bool) -> ComposedResourceView {
+        ComposedResourceView {
+            kind: "Instance".into(),
+            name: "payments-x7k2p-9fz4q".into(),
+            ready,
+            synced: true,
+            message: (!ready).then(|| "DBInstanceNotFound".into()),
+        }
+    }
+
+    #[test]
+    fn a_claim_folds_only_while_what_it_composed_is_fine() {
+        // A card from a server that predates composed resources still reads.
+        let mut claim: CloudResourceView = serde_json::from_value(serde_json::json!({
+            "kind": "PostgreSQLInstance", "name": "payments", "ready": true, "synced": true, "message": null,
+        }))
+        .expect("a claim without composed resources");
+        assert!(claim.composed.is_empty());
+        assert!(!resource_has_problem(&claim));
+        claim.composed = vec![instance(true)];
+        assert!(!resource_has_problem(&claim));
+        // The claim's own conditions still say Ready: the managed resource is the first to know.
+        claim.composed.push(instance(false));
+        assert!(composed_has_problem(&claim.composed[1]));
+        assert!(resource_has_problem(&claim));
     }
 
     #[test]

@@ -11,8 +11,9 @@ use shared::fleet::{
     RolloutView, SchemaView, SecretView, SyncResponse, WorkloadView,
 };
 use shared::view::{
-    age_or_raw, deployed_at, event_subject, is_crashloop, resource_has_problem, secret_has_problem,
-    since, step_label, step_states, workload_counts, workload_has_problem,
+    age_or_raw, composed_has_problem, deployed_at, event_subject, is_crashloop,
+    resource_has_problem, secret_has_problem, since, step_label, step_states, workload_counts,
+    workload_has_problem,
 };
 
 use crate::api;
@@ -383,6 +384,8 @@ fn secrets(secrets: &[SecretView], now: &str) -> Option<AnyView> {
     )
 }
 
+/// Crossplane claims, each with the managed resources composed for it; the fine ones folded, so what was
+/// composed shows right away only under a claim with a problem (its own or a composed resource's).
 fn cloud_resources(resources: &[CloudResourceView]) -> Option<AnyView> {
     if resources.is_empty() {
         return None;
@@ -397,22 +400,92 @@ fn cloud_resources(resources: &[CloudResourceView]) -> Option<AnyView> {
                 if r.ready { "Ready" } else { "Not ready" },
                 if r.synced { "Synced" } else { "Not synced" }
             );
+            // The claim itself may be fine while something it composed is not (its conditions lag).
+            let tone = if r.ready && r.synced { Tone::Ok } else { Tone::Bad };
             view! {
-                <li class="problem">
+                <li class="problem" data-testid="cloud-resource" data-kind=r.kind.clone() data-name=r.name.clone()>
                     <span class="mono">{format!("{}/{}", r.kind, r.name)}</span>" "
-                    {tone_chip(Tone::Bad, conditions, None)}
+                    {tone_chip(tone, conditions, None)}
                     {r.message.clone().map(|m| view! { <p class="composition-error" data-testid="composition-error">{m}</p> })}
+                    {composed(r)}
                 </li>
             }
         })
         .map(IntoAny::into_any).collect_view();
-    Some(view! {
-        <section class="card-section">
-            <h3>"Cloud resources"</h3>
-            <ul class="problems">{problems}</ul>
-            {folded(fine.iter().map(|r| format!("{}/{}", r.kind, r.name)).collect(), "resource", "ready and synced")}
-        </section>
-    }.into_any())
+    let count = fine.len();
+    let fine = fine
+        .into_iter()
+        .map(|r| {
+            view! {
+                <li data-testid="cloud-resource" data-kind=r.kind.clone() data-name=r.name.clone()>
+                    <span class="mono">{format!("{}/{}", r.kind, r.name)}</span>
+                    {composed(r)}
+                </li>
+            }
+        })
+        .map(IntoAny::into_any)
+        .collect_view()
+        .into_any();
+    Some(
+        view! {
+            <section class="card-section" data-testid="cloud-resources">
+                <h3>"Cloud resources"</h3>
+                <ul class="problems">{problems}</ul>
+                {folded_items(count, "resource", "ready and synced", fine)}
+            </section>
+        }
+        .into_any(),
+    )
+}
+
+/// The managed resources composed for `claim`, a line each: kind/name, Ready and Synced, and the provider's
+/// message when one fails.
+fn composed(claim: &CloudResourceView) -> Option<AnyView> {
+    if claim.composed.is_empty() {
+        return None;
+    }
+    let rows = claim
+        .composed
+        .iter()
+        .map(|c| {
+            view! {
+                <li
+                    data-testid="composed-resource"
+                    data-kind=c.kind.clone()
+                    data-name=c.name.clone()
+                    class:problem=composed_has_problem(c)
+                >
+                    <span class="mono">{format!("{}/{}", c.kind, c.name)}</span>" "
+                    {condition_chip(c.ready, "Ready", "Not ready", "composed-ready")}
+                    {condition_chip(c.synced, "Synced", "Not synced", "composed-synced")}
+                    {c.message.clone().map(|m| view! { <p class="composition-error" data-testid="composed-message">{m}</p> })}
+                </li>
+            }
+        })
+        .map(IntoAny::into_any)
+        .collect_view();
+    Some(
+        view! {
+            <ul class="composed" aria-label=format!("Composed for {}/{}", claim.kind, claim.name)>
+                {rows}
+            </ul>
+        }
+        .into_any(),
+    )
+}
+
+/// A condition as a chip that says its state in words: `Ready`, or `Not ready`.
+fn condition_chip(
+    holds: bool,
+    yes: &'static str,
+    no: &'static str,
+    testid: &'static str,
+) -> AnyView {
+    if holds {
+        tone_chip(Tone::Ok, yes, Some(testid))
+    } else {
+        tone_chip(Tone::Bad, no, Some(testid))
+    }
 }
 
 /// Plain Deployments beside the Rollout; the settled ones folded: "1 deployment ready".
@@ -490,24 +563,39 @@ fn events(events: &[EventView], now: &str) -> Option<AnyView> {
 }
 
 /// The things without problems, folded: "3 secrets ready and fresh".
-fn folded(
-    names: Vec<String>,
+fn folded(names: Vec<String>, noun: &'static str, state: &'static str) -> Option<AnyView> {
+    let count = names.len();
+    let items = names
+        .into_iter()
+        .map(|n| view! { <li class="mono">{n}</li> })
+        .map(IntoAny::into_any)
+        .collect_view()
+        .into_any();
+    folded_items(count, noun, state, items)
+}
+
+/// As [`folded`], for `count` things rendered as `items` (`<li>`s) rather than named in a line each.
+fn folded_items(
+    count: usize,
     noun: &'static str,
     state: &'static str,
-) -> Option<impl IntoView + use<>> {
-    if names.is_empty() {
+    items: AnyView,
+) -> Option<AnyView> {
+    if count == 0 {
         return None;
     }
-    let count = names.len();
-    Some(view! {
-        <details class="folded">
-            <summary>
-                <span class="glyph ok" aria-hidden="true">"✓ "</span>
-                {format!("{count} {noun}{} {state}", if count == 1 { "" } else { "s" })}
-            </summary>
-            <ul>{names.into_iter().map(|n| view! { <li class="mono">{n}</li> }).map(IntoAny::into_any).collect_view()}</ul>
-        </details>
-    })
+    Some(
+        view! {
+            <details class="folded">
+                <summary>
+                    <span class="glyph ok" aria-hidden="true">"✓ "</span>
+                    {format!("{count} {noun}{} {state}", if count == 1 { "" } else { "s" })}
+                </summary>
+                <ul>{items}</ul>
+            </details>
+        }
+        .into_any(),
+    )
 }
 
 fn pods(pods: &[PodView], now: &str) -> impl IntoView + use<> {

@@ -1,17 +1,18 @@
 //! Deployment cards from the objects the watch caches hold. Pure functions over upstream shapes (Argo CD
-//! Applications, Argo Rollouts, Pods, Deployments, Events, External Secrets, Crossplane claims, platform
-//! resources), so every rule a user sees — drift, stale secrets, a schema behind its code — is tested here
+//! Applications, Argo Rollouts, Pods, Deployments, Events, External Secrets, Crossplane claims and the
+//! managed resources composed for them, platform resources), so every rule a user sees — drift, stale secrets, a schema behind its code — is tested here
 //! without a cluster.
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Event, Pod};
+use kube::ResourceExt as _;
 use kube::api::DynamicObject;
 use serde_json::Value;
 use shared::crd::{DatabaseSchema, Release};
 use shared::fleet::{
-    ApplicationView, CloudResourceView, CommitView, DeploymentCard, EVENTS_SHOWN, EnvironmentCell,
-    EventView, Health, OperationView, PodView, ReleaseView, RolloutStep, RolloutView, SchemaView,
-    SecretView, SyncStatus, WorkloadView,
+    ApplicationView, CloudResourceView, CommitView, ComposedResourceView, DeploymentCard,
+    EVENTS_SHOWN, EnvironmentCell, EventView, Health, OperationView, PodView, ReleaseView,
+    RolloutStep, RolloutView, SchemaView, SecretView, SyncStatus, WorkloadView,
 };
 
 /// Everything known about one service in one environment.
@@ -35,6 +36,9 @@ pub struct CardInputs<'a> {
     pub secrets: Vec<&'a DynamicObject>,
     /// Its Crossplane claims.
     pub claims: Vec<&'a DynamicObject>,
+    /// Managed resources composed for claims in its namespace; each shows under the claim it was composed
+    /// for (by Crossplane's claim labels), the others nowhere.
+    pub composed: Vec<&'a DynamicObject>,
     /// Its plain Deployments.
     pub deployments: Vec<&'a Deployment>,
     /// The events in its namespace here (only Warnings are shown).
@@ -313,10 +317,19 @@ fn secret_view(object: &DynamicObject, now: Option<jiff::Timestamp>) -> SecretVi
     }
 }
 
-fn claim_view(object: &DynamicObject) -> CloudResourceView {
-    let claim = &object.data;
-    let (ready, ready_message) = condition(claim, "Ready").unwrap_or((false, None));
-    let (synced, synced_message) = condition(claim, "Synced").unwrap_or((false, None));
+/// The label Crossplane puts on a composite and everything it composes, naming the claim it serves.
+pub const CLAIM_NAME_LABEL: &str = "crossplane.io/claim-name";
+/// The label naming that claim's namespace: composed resources are cluster-scoped, so it is what ties them
+/// to a service (through the namespace's component label).
+pub const CLAIM_NAMESPACE_LABEL: &str = "crossplane.io/claim-namespace";
+/// The label naming the composite a resource was composed by.
+pub const COMPOSITE_LABEL: &str = "crossplane.io/composite";
+
+/// Crossplane's `Ready` and `Synced` conditions, with the message of the failing one; `Synced` first, since
+/// a failed reconcile usually explains why a resource is not ready. A missing condition counts as false.
+fn crossplane_conditions(object: &Value) -> (bool, bool, Option<String>) {
+    let (ready, ready_message) = condition(object, "Ready").unwrap_or((false, None));
+    let (synced, synced_message) = condition(object, "Synced").unwrap_or((false, None));
     let message = if !synced {
         synced_message
     } else if !ready {
@@ -324,16 +337,66 @@ fn claim_view(object: &DynamicObject) -> CloudResourceView {
     } else {
         None
     };
-    CloudResourceView {
-        kind: object
-            .types
-            .as_ref()
-            .map(|t| t.kind.clone())
-            .unwrap_or_default(),
+    (ready, synced, message)
+}
+
+fn kind_of(object: &DynamicObject) -> String {
+    object
+        .types
+        .as_ref()
+        .map(|t| t.kind.clone())
+        .unwrap_or_default()
+}
+
+/// Whether `resource` was composed for `claim`: Crossplane labels it with the claim's name and namespace.
+/// When the claim names its composite and the resource names the composite that composed it, those must
+/// agree too, which tells apart two claims of different kinds that share a name.
+fn composed_for(claim: &DynamicObject, resource: &DynamicObject) -> bool {
+    let labels = resource.labels();
+    let label = |key: &str| labels.get(key).map(String::as_str);
+    let (Some(name), Some(namespace)) = (
+        claim.metadata.name.as_deref(),
+        claim.metadata.namespace.as_deref(),
+    ) else {
+        return false;
+    };
+    let composite = text(&claim.data, &["spec", "resourceRef", "name"]);
+    label(CLAIM_NAME_LABEL) == Some(name)
+        && label(CLAIM_NAMESPACE_LABEL) == Some(namespace)
+        && match (composite, label(COMPOSITE_LABEL)) {
+            (Some(wanted), Some(actual)) => wanted == actual,
+            _ => true,
+        }
+}
+
+fn composed_view(object: &DynamicObject) -> ComposedResourceView {
+    let (ready, synced, message) = crossplane_conditions(&object.data);
+    ComposedResourceView {
+        kind: kind_of(object),
         name: name_of(object),
         ready,
         synced,
         message,
+    }
+}
+
+/// A claim with what was composed for it out of `composed`, by kind then name (the cache hands objects over
+/// in no particular order, and cards are compared to decide what to send).
+fn claim_view(object: &DynamicObject, composed: &[&DynamicObject]) -> CloudResourceView {
+    let (ready, synced, message) = crossplane_conditions(&object.data);
+    let mut composed: Vec<ComposedResourceView> = composed
+        .iter()
+        .filter(|resource| composed_for(object, resource))
+        .map(|resource| composed_view(resource))
+        .collect();
+    composed.sort_by(|a, b| (&a.kind, &a.name).cmp(&(&b.kind, &b.name)));
+    CloudResourceView {
+        kind: kind_of(object),
+        name: name_of(object),
+        ready,
+        synced,
+        message,
+        composed,
     }
 }
 
@@ -455,9 +518,13 @@ pub fn card(inputs: CardInputs<'_>) -> DeploymentCard {
         .map(|s| secret_view(s, inputs.now))
         .collect();
     secrets.sort_by(|a, b| a.name.cmp(&b.name));
-    let mut cloud_resources: Vec<CloudResourceView> =
-        inputs.claims.iter().map(|c| claim_view(c)).collect();
-    cloud_resources.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut cloud_resources: Vec<CloudResourceView> = inputs
+        .claims
+        .iter()
+        .map(|c| claim_view(c, &inputs.composed))
+        .collect();
+    // Two claim kinds may use the same name.
+    cloud_resources.sort_by(|a, b| (&a.name, &a.kind).cmp(&(&b.name, &b.kind)));
     let mut deployments: Vec<WorkloadView> = inputs
         .deployments
         .iter()
@@ -563,13 +630,81 @@ mod tests {
             {"type": "Synced", "status": "False", "message": "cannot compose resources"},
             {"type": "Ready", "status": "True"}]}}),
         );
-        let view = claim_view(&claim);
+        let view = claim_view(&claim, &[]);
         assert!(view.ready && !view.synced);
         assert_eq!(
             (view.kind.as_str(), view.name.as_str()),
             ("PostgreSQLInstance", "catalog")
         );
         assert_eq!(view.message.as_deref(), Some("cannot compose resources"));
+    }
+
+    /// A managed resource Crossplane composed for the `payments` claim through composite `composite`.
+    fn managed(kind: &str, name: &str, composite: &str, ready: Value) -> DynamicObject {
+        object(json!({
+            "apiVersion": "rds.aws.upbound.io/v1beta1", "kind": kind,
+            "metadata": {"name": name, "labels": {
+                CLAIM_NAME_LABEL: "payments", CLAIM_NAMESPACE_LABEL: "payments", COMPOSITE_LABEL: composite}},
+            "status": {"conditions": [ready, {"type": "Synced", "status": "True"}]}
+        }))
+    }
+
+    #[test]
+    fn a_claim_lists_what_was_composed_for_it_in_a_stable_order() {
+        let claim = object(json!({
+            "apiVersion": "database.acme.example/v1alpha1", "kind": "PostgreSQLInstance",
+            "metadata": {"name": "payments", "namespace": "payments"},
+            "spec": {"resourceRef": {"name": "payments-x7k2p"}},
+            "status": {"conditions": [{"type": "Synced", "status": "True"}, {"type": "Ready", "status": "True"}]}
+        }));
+        let ready = json!({"type": "Ready", "status": "True"});
+        let instance = managed(
+            "Instance",
+            "payments-x7k2p-b",
+            "payments-x7k2p",
+            json!({"type": "Ready", "status": "False", "reason": "Unavailable",
+                   "message": "DB instance is not available: storage-full"}),
+        );
+        let subnets = managed(
+            "SubnetGroup",
+            "payments-x7k2p-a",
+            "payments-x7k2p",
+            ready.clone(),
+        );
+        // Another claim of the same name, in another namespace or through another composite, is not this one.
+        let mut elsewhere = managed(
+            "Instance",
+            "payments-other",
+            "payments-x7k2p",
+            ready.clone(),
+        );
+        elsewhere
+            .labels_mut()
+            .insert(CLAIM_NAMESPACE_LABEL.into(), "shop".into());
+        let other_kind = managed("Instance", "payments-bucket", "payments-q9r8s", ready);
+
+        let all = [&subnets, &other_kind, &instance, &elsewhere];
+        let view = claim_view(&claim, &all);
+        let listed: Vec<_> = view
+            .composed
+            .iter()
+            .map(|c| (c.kind.as_str(), c.name.as_str(), c.ready, c.synced))
+            .collect();
+        assert_eq!(
+            listed,
+            [
+                ("Instance", "payments-x7k2p-b", false, true),
+                ("SubnetGroup", "payments-x7k2p-a", true, true)
+            ]
+        );
+        assert_eq!(
+            view.composed[0].message.as_deref(),
+            Some("DB instance is not available: storage-full")
+        );
+        assert_eq!(view.composed[1].message, None);
+        // The order does not depend on the order the cache hands them over.
+        let reversed = [&elsewhere, &instance, &other_kind, &subnets];
+        assert_eq!(claim_view(&claim, &reversed), view);
     }
 
     fn schema(applied: &str) -> DatabaseSchema {

@@ -18,11 +18,12 @@ use shared::crd::{Component, Database, DatabaseSchema, Release};
 use shared::fleet::{FleetEvent, SourceState, SourceStatus};
 use tokio::sync::{broadcast, mpsc};
 
+use super::cards::CLAIM_NAMESPACE_LABEL;
 use super::{Dirty, Stores, WorkloadStores};
 
-/// A Crossplane claim kind Tower shows on cards.
+/// A kind watched by name rather than by a compiled-in type: a Crossplane claim or managed resource kind.
 #[derive(Debug, Clone)]
-pub struct ClaimKind {
+pub struct ResourceKind {
     /// API group.
     pub group: String,
     /// Version.
@@ -33,6 +34,23 @@ pub struct ClaimKind {
     pub plural: String,
 }
 
+impl From<&shared::config::ResourceKindConfig> for ResourceKind {
+    fn from(config: &shared::config::ResourceKindConfig) -> Self {
+        Self {
+            group: config.group.clone(),
+            version: config.version.clone(),
+            kind: config.kind.clone(),
+            plural: config.plural.clone(),
+        }
+    }
+}
+
+impl ResourceKind {
+    fn api_resource(&self) -> ApiResource {
+        argo_resource(&self.group, &self.version, &self.kind, &self.plural)
+    }
+}
+
 /// The Kubernetes side of the fleet: the management cluster and the workload clusters.
 pub struct Clusters {
     /// The management cluster's client.
@@ -40,7 +58,9 @@ pub struct Clusters {
     /// `(environment, cluster name, client)` of each workload cluster.
     pub workloads: Vec<(String, String, Client)>,
     /// Claim kinds to watch on workload clusters.
-    pub claim_kinds: Vec<ClaimKind>,
+    pub claim_kinds: Vec<ResourceKind>,
+    /// Managed resource kinds to watch on workload clusters, shown under the claims they were composed for.
+    pub composed_kinds: Vec<ResourceKind>,
     /// The component label, the only thing a watch needs to know to mark a service.
     pub component_label: String,
 }
@@ -148,7 +168,7 @@ pub fn start(
                         },
                     )
                 };
-                // Created first: the events watch maps each event to a service through it.
+                // Created first: the events and composed watches map each object to a service through it.
                 let namespaces = spawn_with(
                     Api::<Namespace>::all(client.clone()),
                     (),
@@ -194,7 +214,7 @@ pub fn start(
                             }
                         },
                     ),
-                    namespaces,
+                    namespaces: namespaces.clone(),
                     pods: spawn(
                         Api::<Pod>::all(client.clone()),
                         (),
@@ -220,7 +240,32 @@ pub fn start(
                     claims: clusters
                         .claim_kinds
                         .iter()
-                        .map(|c| dynamic(argo_resource(&c.group, &c.version, &c.kind, &c.plural)))
+                        .map(|c| dynamic(c.api_resource()))
+                        .collect(),
+                    composed: clusters
+                        .composed_kinds
+                        .iter()
+                        .map(|c| {
+                            let ar = c.api_resource();
+                            spawn_with(
+                                Api::<DynamicObject>::all_with(client.clone(), &ar),
+                                ar.clone(),
+                                watcher::Config::default(),
+                                move |o: &mut DynamicObject| trim_composed(o, &ar),
+                                source.clone(),
+                                dirty_tx.clone(),
+                                {
+                                    // Managed resources are cluster-scoped and carry no platform labels;
+                                    // the namespace of the claim they serve does.
+                                    let mark = mark_by_label.clone();
+                                    let namespaces = namespaces.clone();
+                                    move |o: &DynamicObject| {
+                                        let namespace = o.labels().get(CLAIM_NAMESPACE_LABEL)?;
+                                        mark(&namespaces.get(&ObjectRef::new(namespace))?.metadata)
+                                    }
+                                },
+                            )
+                        })
                         .collect(),
                 };
                 (environment.clone(), stores)
@@ -288,6 +333,29 @@ fn trim_namespace(namespace: &mut Namespace) {
     namespace.metadata.annotations = None;
     namespace.spec = None;
     namespace.status = None;
+}
+
+/// Keeps what a card reads from a managed resource: name, kind, labels (which claim it serves) and the
+/// status conditions. Its spec and `status.atProvider` repeat the cloud resource's whole configuration, and
+/// its annotations hold Crossplane's bookkeeping; a fleet has many of them.
+fn trim_composed(resource: &mut DynamicObject, kind: &ApiResource) {
+    let metadata = &mut resource.metadata;
+    metadata.annotations = None;
+    metadata.owner_references = None;
+    metadata.finalizers = None;
+    // Items of a list may come without their type; the card shows the kind.
+    resource.types.get_or_insert_with(|| kube::api::TypeMeta {
+        api_version: kind.api_version.clone(),
+        kind: kind.kind.clone(),
+    });
+    let conditions = resource
+        .data
+        .pointer_mut("/status/conditions")
+        .map(serde_json::Value::take);
+    resource.data = match conditions {
+        Some(conditions) => serde_json::json!({"status": {"conditions": conditions}}),
+        None => serde_json::json!({}),
+    };
 }
 
 /// Drops the parts of an Event no card shows.
@@ -533,6 +601,57 @@ impl SourceHandle {
                 since,
                 reason: reason.chars().take(200).collect(),
             },
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_composed_resource_keeps_its_labels_and_conditions_only() {
+        let kind = ResourceKind {
+            group: "rds.aws.upbound.io".into(),
+            version: "v1beta1".into(),
+            kind: "Instance".into(),
+            plural: "instances".into(),
+        };
+        let mut instance: DynamicObject = serde_json::from_value(serde_json::json!({
+            "metadata": {
+                "name": "payments-x7k2p-9fz4q",
+                "labels": {CLAIM_NAMESPACE_LABEL: "payments"},
+                "annotations": {"crossplane.io/external-name": "payments-x7k2p-9fz4q"},
+                "finalizers": ["finalizer.managedresource.crossplane.io"],
+            },
+            "spec": {"forProvider": {"instanceClass": "db.t4g.small"}},
+            "status": {
+                "atProvider": {"address": "payments.rds.amazonaws.com"},
+                "conditions": [{"type": "Ready", "status": "True"}],
+            },
+        }))
+        .expect("a managed resource");
+        trim_composed(&mut instance, &kind.api_resource());
+        assert_eq!(
+            instance.data,
+            serde_json::json!({"status": {"conditions": [{"type": "Ready", "status": "True"}]}})
+        );
+        assert_eq!(
+            instance
+                .labels()
+                .get(CLAIM_NAMESPACE_LABEL)
+                .map(String::as_str),
+            Some("payments")
+        );
+        assert_eq!(
+            (instance.metadata.annotations, instance.metadata.finalizers),
+            (None, None)
+        );
+        // A list item without its type still says what it is.
+        let types = instance.types.expect("a type");
+        assert_eq!(
+            (types.api_version.as_str(), types.kind.as_str()),
+            ("rds.aws.upbound.io/v1beta1", "Instance")
         );
     }
 }

@@ -338,6 +338,94 @@ async fn a_worker_deployment_shows_on_its_card_with_its_replica_counts() {
 }
 
 #[tokio::test]
+async fn a_claim_lists_its_managed_resources_and_says_when_one_is_not_ready() {
+    use sandbox::fixtures::crossplane::{CLAIM_KIND, RDS_GROUP, RDS_VERSION};
+    let app = TestApp::start().await;
+    let two_composed = |c: &DeploymentCard| {
+        c.cloud_resources
+            .first()
+            .is_some_and(|claim| claim.composed.len() == 2)
+    };
+    let card = card_eventually(&app, "payments", "dev", two_composed).await;
+    let claim = card
+        .cloud_resources
+        .first()
+        .expect("payments claims a database");
+    assert_eq!(
+        (claim.kind.as_str(), claim.name.as_str()),
+        (CLAIM_KIND, "payments")
+    );
+    let composed: Vec<_> = claim
+        .composed
+        .iter()
+        .map(|c| (c.kind.as_str(), c.ready, c.synced, c.message.as_deref()))
+        .collect();
+    assert_eq!(
+        composed,
+        [
+            ("Instance", true, true, None),
+            ("SubnetGroup", true, true, None)
+        ]
+    );
+
+    // The RDS instance Crossplane composed for payments in dev, as the cluster holds it.
+    let dev = app.sandbox.cluster("dev").unwrap();
+    let rds = format!("{RDS_GROUP}/{RDS_VERSION}");
+    let mut instance = dev
+        .list(&rds, "Instance")
+        .into_iter()
+        .find(|i| i["metadata"]["labels"]["crossplane.io/claim-name"] == "payments")
+        .expect("the payments instance");
+    assert_eq!(
+        instance["metadata"]["name"],
+        claim.composed[0].name.as_str()
+    );
+
+    // The provider loses the instance: the card says so under the claim, whose own conditions lag.
+    let message = "DB instance payments is in state storage-full";
+    for condition in instance["status"]["conditions"].as_array_mut().unwrap() {
+        if condition["type"] == "Ready" {
+            *condition = serde_json::json!({
+                "type": "Ready", "status": "False", "reason": "Unavailable", "message": message,
+            });
+        }
+    }
+    dev.apply(instance).unwrap();
+    let card = card_eventually(&app, "payments", "dev", |c| {
+        c.cloud_resources
+            .first()
+            .and_then(|claim| claim.composed.first())
+            .is_some_and(|instance| !instance.ready)
+    })
+    .await;
+    let claim = &card.cloud_resources[0];
+    let instance = &claim.composed[0];
+    assert_eq!(instance.kind, "Instance");
+    assert!(!instance.ready && instance.synced);
+    assert_eq!(instance.message.as_deref(), Some(message));
+    assert!(claim.composed[1].ready, "{:?}", claim.composed);
+    assert!(shared::view::resource_has_problem(claim));
+
+    // Prod's instance of the same claim is another object.
+    let prod = card_eventually(&app, "payments", "prod", two_composed).await;
+    assert!(
+        prod.cloud_resources[0].composed.iter().all(|c| c.ready),
+        "{:?}",
+        prod.cloud_resources
+    );
+    // A claim that fails to compose still lists what it composed before.
+    let catalog = card_eventually(&app, "catalog", "dev", two_composed).await;
+    assert!(!catalog.cloud_resources[0].synced);
+    // A service without a database has no claim and nothing composed.
+    let cart = card_eventually(&app, "cart", "dev", |_| true).await;
+    assert!(
+        cart.cloud_resources.is_empty(),
+        "{:?}",
+        cart.cloud_resources
+    );
+}
+
+#[tokio::test]
 async fn a_new_warning_event_appears_on_its_services_card() {
     let app = TestApp::start().await;
     let before = card_eventually(&app, "cart", "dev", |_| true).await;
