@@ -341,26 +341,21 @@ impl FleetModel {
             stores.applications.wait_until_ready(),
             stores.schemas.wait_until_ready(),
         );
-        for workload in stores.workloads.values() {
-            let _ = tokio::time::timeout(Duration::from_secs(5), async {
-                let _ = tokio::join!(
-                    workload.pods.wait_until_ready(),
-                    workload.rollouts.wait_until_ready(),
-                    workload.secrets.wait_until_ready(),
-                    workload.deployments.wait_until_ready(),
-                    workload.namespaces.wait_until_ready(),
-                    workload.events.wait_until_ready(),
-                    futures::future::join_all(
-                        workload
-                            .claims
-                            .iter()
-                            .chain(&workload.composed)
-                            .map(Store::wait_until_ready),
-                    ),
-                );
-            })
-            .await;
-        }
+        // Settled: every watch of the cluster has listed, found its kind not installed, or failed.
+        let workload_clusters: Vec<&str> = stores
+            .workloads
+            .values()
+            .map(|w| w.cluster.as_str())
+            .collect();
+        let _ = tokio::time::timeout(
+            Duration::from_secs(5),
+            futures::future::join_all(
+                workload_clusters
+                    .iter()
+                    .map(|cluster| self.inner.sources.settled(cluster)),
+            ),
+        )
+        .await;
         self.recompute_off_the_workers(BTreeSet::from([Dirty::All]))
             .await;
         let _ = ready.send(true);

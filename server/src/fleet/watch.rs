@@ -392,6 +392,7 @@ where
         .reflect(writer);
     tokio::spawn(async move {
         let mut stream = std::pin::pin!(stream);
+        let mut not_served_logged = false;
         while let Some(event) = stream.next().await {
             match event {
                 Ok(watcher::Event::Apply(object) | watcher::Event::Delete(object)) => {
@@ -406,6 +407,16 @@ where
                     source.healthy(watch_id, SourceState::Connected);
                     let _ = dirty.send(Dirty::All);
                 }
+                // An optional kind (Rollouts, claims, composed resources…) whose CRD is not installed on
+                // this cluster: nothing of it to show, and no reason to call the whole cluster down. The
+                // watcher keeps retrying with backoff, so the kind shows up once it is installed.
+                Err(error) if is_kind_not_served(&error) => {
+                    if !not_served_logged {
+                        tracing::info!(cluster = %source.cluster, %error, "this kind is not served here; showing none");
+                        not_served_logged = true;
+                    }
+                    source.healthy(watch_id, SourceState::Connected);
+                }
                 Err(error) => {
                     tracing::warn!(cluster = %source.cluster, %error, "watch failed; retrying with backoff");
                     source.failed(watch_id, &error.to_string());
@@ -414,6 +425,15 @@ where
         }
     });
     reader
+}
+
+/// Whether listing failed because the cluster does not serve the kind at all (`404` on the list).
+fn is_kind_not_served(error: &watcher::Error) -> bool {
+    match error {
+        watcher::Error::InitialListFailed(kube::Error::Api(status))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(status)) => status.is_not_found(),
+        _ => false,
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -430,9 +450,20 @@ struct SourcesInner {
 }
 
 /// The connection state of every cluster, rolled up from its watches.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Sources {
     inner: Arc<Mutex<SourcesInner>>,
+    /// Ticks whenever any watch's state changes, for [`Sources::settled`].
+    changed: Arc<tokio::sync::watch::Sender<()>>,
+}
+
+impl Default for Sources {
+    fn default() -> Self {
+        Self {
+            inner: Arc::default(),
+            changed: Arc::new(tokio::sync::watch::Sender::new(())),
+        }
+    }
 }
 
 /// A cluster's handle for its watches to report through.
@@ -515,6 +546,22 @@ impl Sources {
             .collect()
     }
 
+    /// Returns once every watch of `cluster` has listed (or found its kind not served) or failed, so the
+    /// first picture neither waits for a cluster that is down nor misses one that is merely slower.
+    pub async fn settled(&self, cluster: &str) {
+        let mut changes = self.changed.subscribe();
+        loop {
+            let settled = self.lock().clusters.get(cluster).is_none_or(|c| {
+                c.watches
+                    .iter()
+                    .all(|w| matches!(w, SourceState::Connected | SourceState::Unreachable { .. }))
+            });
+            if settled || changes.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
     fn update(&self, cluster: &str, watch: usize, state: SourceState) {
         let mut inner = self.lock();
         let Some(entry) = inner.clusters.get_mut(cluster) else {
@@ -524,6 +571,7 @@ impl Sources {
         if let Some(slot) = entry.watches.get_mut(watch) {
             *slot = state;
         }
+        self.changed.send_replace(());
         let after = roll_up(&entry.watches);
         if before == after {
             return;

@@ -518,6 +518,39 @@ async fn page_views_cost_the_upstreams_nothing() {
 }
 
 #[tokio::test]
+async fn a_kind_a_cluster_does_not_serve_shows_nothing_rather_than_an_outage() {
+    // A platform whose clusters lack one configured CRD (no S3 buckets composed anywhere here).
+    let app = TestApp::start_with(|config| {
+        config
+            .crossplane_composed
+            .push(shared::config::ResourceKindConfig {
+                group: "s3.aws.upbound.io".into(),
+                version: "v1beta1".into(),
+                kind: "Bucket".into(),
+                plural: "buckets".into(),
+            });
+    })
+    .await;
+    // Give the failing list time to be reported, as an outage would be.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (_, environments) = app.get_json("/api/v1/environments").await;
+    for environment in environments.as_array().unwrap() {
+        assert_eq!(
+            environment["source"]["state"]["state"], "connected",
+            "{environment}"
+        );
+    }
+    let detail = app.fleet.service_detail("payments").unwrap();
+    for card in &detail.cards {
+        assert!(card.unreachable_since.is_none(), "{}", card.environment);
+        assert!(
+            !card.cloud_resources.is_empty(),
+            "the served kinds still show"
+        );
+    }
+}
+
+#[tokio::test]
 async fn an_unreachable_cluster_marks_its_cards_while_the_others_keep_updating() {
     let app = TestApp::start().await;
     let prod = app.sandbox.cluster("prod").unwrap();

@@ -72,6 +72,11 @@ pub struct TestApp {
 
 impl TestApp {
     pub async fn start() -> Self {
+        Self::start_with(|_| {}).await
+    }
+
+    /// As [`Self::start`], with the sandbox's Tower configuration changed by `adjust` first.
+    pub async fn start_with(adjust: impl FnOnce(&mut shared::config::TowerConfig)) -> Self {
         let sandbox = sandbox::Sandbox::start("127.0.0.1:0".parse().unwrap())
             .await
             .unwrap();
@@ -100,6 +105,7 @@ impl TestApp {
             // The activity feed's merges show up within a test's patience.
             github.merged_poll_seconds = 1;
         }
+        adjust(&mut config);
         let state = server::serve::build_state(&config, dir.to_path_buf(), true)
             .await
             .unwrap();
