@@ -532,37 +532,13 @@ impl FleetModel {
             release,
             application,
             rollout: index.rollouts.get(&key).map(Arc::as_ref),
-            pods: index
-                .pods
-                .get(&key)
-                .map(|p| p.iter().map(Arc::as_ref).collect())
-                .unwrap_or_default(),
+            pods: borrowed(&index.pods, &key),
             schema: schema.map(Arc::as_ref),
-            secrets: index
-                .secrets
-                .get(&key)
-                .map(|s| s.iter().map(Arc::as_ref).collect())
-                .unwrap_or_default(),
-            claims: index
-                .claims
-                .get(&key)
-                .map(|s| s.iter().map(Arc::as_ref).collect())
-                .unwrap_or_default(),
-            composed: index
-                .composed
-                .get(&key)
-                .map(|s| s.iter().map(Arc::as_ref).collect())
-                .unwrap_or_default(),
-            deployments: index
-                .deployments
-                .get(&key)
-                .map(|d| d.iter().map(Arc::as_ref).collect())
-                .unwrap_or_default(),
-            events: index
-                .events
-                .get(&key)
-                .map(|e| e.iter().map(Arc::as_ref).collect())
-                .unwrap_or_default(),
+            secrets: borrowed(&index.secrets, &key),
+            claims: borrowed(&index.claims, &key),
+            composed: borrowed(&index.composed, &key),
+            deployments: borrowed(&index.deployments, &key),
+            events: borrowed(&index.events, &key),
             unreachable_since,
             changes,
             migrations_in_code,
@@ -572,6 +548,14 @@ impl FleetModel {
 }
 
 type Key = (String, String);
+
+/// The objects indexed under `key`, borrowed for one card.
+fn borrowed<'a, K>(index: &'a HashMap<Key, Vec<Arc<K>>>, key: &Key) -> Vec<&'a K> {
+    index
+        .get(key)
+        .map(|objects| objects.iter().map(Arc::as_ref).collect())
+        .unwrap_or_default()
+}
 
 /// The watch caches grouped by (component, environment), built once per recompute batch.
 struct Index {

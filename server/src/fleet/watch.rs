@@ -144,10 +144,7 @@ pub fn start(
                 ar,
                 management.clone(),
                 dirty_tx.clone(),
-                {
-                    let mark = mark_by_label.clone();
-                    move |o: &DynamicObject| mark(&o.metadata)
-                },
+                by_label(label.clone()),
             )
         },
         workloads: clusters
@@ -162,10 +159,7 @@ pub fn start(
                         ar,
                         source.clone(),
                         dirty_tx.clone(),
-                        {
-                            let mark = mark_by_label.clone();
-                            move |o: &DynamicObject| mark(&o.metadata)
-                        },
+                        by_label(label.clone()),
                     )
                 };
                 // Created first: the events and composed watches map each object to a service through it.
@@ -176,11 +170,8 @@ pub fn start(
                     trim_namespace,
                     source.clone(),
                     dirty_tx.clone(),
-                    {
-                        // A namespace that gains its labels late makes its events count from then on.
-                        let mark = mark_by_label.clone();
-                        move |n: &Namespace| mark(&n.metadata)
-                    },
+                    // A namespace that gains its labels late makes its events count from then on.
+                    by_label(label.clone()),
                 );
                 let stores = WorkloadStores {
                     cluster: cluster.clone(),
@@ -191,10 +182,7 @@ pub fn start(
                         trim_deployment,
                         source.clone(),
                         dirty_tx.clone(),
-                        {
-                            let mark = mark_by_label.clone();
-                            move |d: &Deployment| mark(&d.metadata)
-                        },
+                        by_label(label.clone()),
                     ),
                     events: spawn_with(
                         Api::<Event>::all(client.clone()),
@@ -220,10 +208,7 @@ pub fn start(
                         (),
                         source.clone(),
                         dirty_tx.clone(),
-                        {
-                            let mark = mark_by_label.clone();
-                            move |p: &Pod| mark(&p.metadata)
-                        },
+                        by_label(label.clone()),
                     ),
                     rollouts: dynamic(argo_resource(
                         "argoproj.io",
@@ -425,6 +410,17 @@ where
         }
     });
     reader
+}
+
+/// The service an object belongs to by its component `label`.
+fn by_label<K: Resource>(label: Arc<String>) -> impl Fn(&K) -> Option<String> + Send + 'static {
+    move |object| {
+        object
+            .meta()
+            .labels
+            .as_ref()
+            .and_then(|labels| labels.get(label.as_str()).cloned())
+    }
 }
 
 /// Whether listing failed because the cluster does not serve the kind at all (`404` on the list).
