@@ -396,6 +396,9 @@ impl FleetModel {
         });
         let now = jiff::Timestamp::now();
         let unreachable = self.inner.sources.unreachable_since();
+        if all {
+            self.seed_activity_from_history(&index);
+        }
 
         let mut computed = BTreeMap::new();
         for component in components.iter() {
@@ -470,6 +473,26 @@ impl FleetModel {
         for delta in deltas {
             // No receivers just means no browser is connected.
             let _ = self.inner.events.send(delta);
+        }
+    }
+
+    /// An empty feed (Tower just started) begins with the deploys Argo CD remembers, newest last.
+    fn seed_activity_from_history(&self, index: &Index) {
+        let mut feed = self.activity_feed();
+        if !feed.is_empty() {
+            return;
+        }
+        let mut history: Vec<(jiff::Timestamp, ActivityItem)> = index
+            .applications
+            .iter()
+            .flat_map(|((service, environment), app)| {
+                cards::deploy_history(&app.data, service, environment)
+            })
+            .filter_map(|item| Some((item.at.parse().ok()?, item)))
+            .collect();
+        history.sort_by_key(|(at, _)| *at);
+        for (_, item) in history {
+            push_activity(&mut feed, item);
         }
     }
 
@@ -747,10 +770,7 @@ fn activity(
     {
         push(
             ActivityKind::Deploy,
-            format!(
-                "{} {} now runs {after} (was {before})",
-                new.service, new.environment
-            ),
+            format!("now runs {after} (was {before})"),
         );
     }
     let finished = |card: &DeploymentCard| {
@@ -763,17 +783,11 @@ fn activity(
     if let Some(at) = finished(new)
         && finished(old).as_ref() != Some(&at)
     {
-        push(
-            ActivityKind::Sync,
-            format!("{} {} synced", new.service, new.environment),
-        );
+        push(ActivityKind::Sync, "sync finished".to_string());
     }
     let health = |card: &DeploymentCard| card.application.as_ref().map(|a| a.health);
     if health(new) == Some(Health::Degraded) && health(old) != Some(Health::Degraded) {
-        push(
-            ActivityKind::Degraded,
-            format!("{} {} is degraded", new.service, new.environment),
-        );
+        push(ActivityKind::Degraded, "became degraded".to_string());
     }
 }
 

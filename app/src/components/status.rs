@@ -76,7 +76,12 @@ pub fn permission_reason(decision: Decision) -> Option<AnyView> {
     Some(
         view! {
             <p class="permission-reason" data-testid="permission-reason">
-                <span class="glyph" aria-hidden="true">"🔒 "</span>
+                // Drawn rather than an emoji: machines without an emoji font showed an empty box.
+                <svg class="lock" aria-hidden="true" viewBox="0 0 16 16" width="12" height="12">
+                    <path d="M4.5 7V5a3.5 3.5 0 0 1 7 0v2" fill="none" stroke="currentColor" stroke-width="1.6"/>
+                    <rect x="2.5" y="7" width="11" height="8" rx="1.5" fill="currentColor"/>
+                </svg>
+                " "
                 {reason}
             </p>
         }

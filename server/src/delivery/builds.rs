@@ -118,7 +118,7 @@ impl Builds {
                                 service: service.clone(),
                                 environment: None,
                                 kind: shared::fleet::ActivityKind::PipelineFailed,
-                                message: format!("{service}: build of {commit} failed ({name})"),
+                                message: format!("build of {commit} failed ({name})"),
                                 link: None,
                             });
                         }

@@ -10,9 +10,10 @@ use kube::api::DynamicObject;
 use serde_json::Value;
 use shared::crd::{DatabaseSchema, Release};
 use shared::fleet::{
-    ApplicationView, CloudResourceView, CommitView, ComposedResourceView, DeploymentCard,
-    EVENTS_SHOWN, EnvironmentCell, EventView, Health, OperationView, PodView, ReleaseView,
-    RolloutStep, RolloutView, SchemaView, SecretView, SyncStatus, WorkloadView,
+    ActivityItem, ActivityKind, ApplicationView, CloudResourceView, CommitView,
+    ComposedResourceView, DeploymentCard, EVENTS_SHOWN, EnvironmentCell, EventView, Health,
+    OperationView, PodView, ReleaseView, RolloutStep, RolloutView, SchemaView, SecretView,
+    SyncStatus, WorkloadView,
 };
 
 /// Everything known about one service in one environment.
@@ -172,6 +173,37 @@ fn previous_version(app: &Value) -> Option<String> {
         .filter_map(|h| text(h, &["revision"]))
         .find(|revision| *revision != current)
         .map(short)
+}
+
+/// The deploys Argo CD remembers for a service's Application (`status.history`), oldest first, as
+/// activity: what the Overview's feed starts with, so it is not empty until something happens.
+pub fn deploy_history(app: &Value, service: &str, environment: &str) -> Vec<ActivityItem> {
+    let mut items = Vec::new();
+    let mut before: Option<&str> = None;
+    for entry in list(app, &["status", "history"]) {
+        let (Some(revision), Some(at)) = (text(entry, &["revision"]), text(entry, &["deployedAt"]))
+        else {
+            continue;
+        };
+        if before == Some(revision) {
+            continue;
+        }
+        // The feed's row names the service and environment already.
+        let message = match before {
+            Some(previous) => format!("now runs {} (was {})", short(revision), short(previous)),
+            None => format!("deployed {}", short(revision)),
+        };
+        items.push(ActivityItem {
+            at: at.to_string(),
+            service: service.to_string(),
+            environment: Some(environment.to_string()),
+            kind: ActivityKind::Deploy,
+            message,
+            link: None,
+        });
+        before = Some(revision);
+    }
+    items
 }
 
 fn rollout_view(object: &DynamicObject) -> RolloutView {
@@ -737,6 +769,25 @@ mod tests {
         assert!(!schema_view(&schema("0004"), Some(&code)).behind);
         // Without the code's migrations nothing is claimed.
         assert!(!schema_view(&schema("0003"), None).behind);
+    }
+
+    #[test]
+    fn argo_history_becomes_deploys_skipping_resyncs_of_the_same_revision() {
+        let app = json!({"status": {"history": [
+            {"id": 1, "revision": "aaaaaaa111", "deployedAt": "2026-11-01T10:00:00Z"},
+            {"id": 2, "revision": "aaaaaaa111", "deployedAt": "2026-11-02T10:00:00Z"},
+            {"id": 3, "revision": "bbbbbbb222", "deployedAt": "2026-11-03T10:00:00Z"},
+            {"id": 4, "deployedAt": "2026-11-04T10:00:00Z"},
+        ]}});
+        let items = deploy_history(&app, "cart", "prod");
+        let messages: Vec<&str> = items.iter().map(|i| i.message.as_str()).collect();
+        assert_eq!(
+            messages,
+            ["deployed aaaaaaa", "now runs bbbbbbb (was aaaaaaa)"]
+        );
+        assert_eq!(items[1].at, "2026-11-03T10:00:00Z");
+        assert_eq!(items[1].kind, ActivityKind::Deploy);
+        assert!(deploy_history(&json!({}), "cart", "prod").is_empty());
     }
 
     #[test]

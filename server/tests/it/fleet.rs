@@ -518,6 +518,40 @@ async fn page_views_cost_the_upstreams_nothing() {
 }
 
 #[tokio::test]
+async fn the_activity_feed_starts_with_the_deploys_argo_cd_remembers_newest_first() {
+    let app = TestApp::start().await;
+    let (status, activity) = app.get_json("/api/v1/activity").await;
+    assert_eq!(status, 200);
+    let items = activity.as_array().unwrap();
+    assert!(!items.is_empty(), "the feed starts empty");
+    assert!(items.iter().all(|i| i["kind"] == "deploy"), "{activity}");
+    let times: Vec<jiff::Timestamp> = items
+        .iter()
+        .map(|i| i["at"].as_str().unwrap().parse().unwrap())
+        .collect();
+    assert!(times.windows(2).all(|w| w[0] >= w[1]), "newest first");
+    // Each item is a service's real deploy: its newest one says what runs there now.
+    let detail = app.fleet.service_detail("payments").unwrap();
+    let prod = detail
+        .cards
+        .iter()
+        .find(|c| c.environment == "prod")
+        .unwrap();
+    let running = prod.running_version.clone().unwrap();
+    let newest_payments_prod = items
+        .iter()
+        .find(|i| i["service"] == "payments" && i["environment"] == "prod")
+        .expect("payments prod deploys");
+    assert!(
+        newest_payments_prod["message"]
+            .as_str()
+            .unwrap()
+            .contains(&running),
+        "{newest_payments_prod} vs {running}"
+    );
+}
+
+#[tokio::test]
 async fn a_kind_a_cluster_does_not_serve_shows_nothing_rather_than_an_outage() {
     // A platform whose clusters lack one configured CRD (no S3 buckets composed anywhere here).
     let app = TestApp::start_with(|config| {
