@@ -509,7 +509,6 @@ impl Inner {
             rs["status"] = json!({"replicas": 0, "observedGeneration": 1});
             cluster.apply(rs)?;
         }
-        let rollout_ref = ("argoproj.io/v1alpha1", "Rollout", service);
         for (reason, message) in [
             (
                 "RolloutUpdated",
@@ -520,17 +519,7 @@ impl Inner {
                 format!("Created ReplicaSet {service}-{new_hash} (revision {revision})"),
             ),
         ] {
-            let event = workloads::event(
-                service,
-                rollout_ref,
-                reason,
-                &message,
-                false,
-                1,
-                (at, at),
-                "rollouts-controller",
-            );
-            self.put(state, at, &cluster, event)?;
+            self.rollout_event(state, at, &cluster, service, reason, &message, false)?;
         }
         let bad = commit.message.contains("(breaks");
         state.rollouts.insert(
@@ -581,7 +570,6 @@ impl Inner {
         let steps = canary_steps();
         let total = steps.as_array().map_or(0, Vec::len);
         let step = steps[run.step].clone();
-        let rollout_ref = ("argoproj.io/v1alpha1", "Rollout", service);
         let next = Action::RolloutStep {
             service: service.into(),
             env: env.into(),
@@ -599,17 +587,15 @@ impl Inner {
                 status["phase"] = json!("Progressing");
             })?;
             let message = format!("Rollout step {index}/{total} completed (setWeight: {weight})");
-            let event = workloads::event(
+            self.rollout_event(
+                state,
+                at,
+                &cluster,
                 service,
-                rollout_ref,
                 "RolloutStepCompleted",
                 &message,
                 false,
-                1,
-                (at, at),
-                "rollouts-controller",
-            );
-            self.put(state, at, &cluster, event)?;
+            )?;
             state.note(
                 at,
                 format!("rollouts: {service} {env} step {index} (setWeight {weight})"),
@@ -649,17 +635,15 @@ impl Inner {
                     }
                 })?;
                 let message = format!("Rollout step {index}/{total} completed (pause: {duration})");
-                let event = workloads::event(
+                self.rollout_event(
+                    state,
+                    at,
+                    &cluster,
                     service,
-                    rollout_ref,
                     "RolloutStepCompleted",
                     &message,
                     false,
-                    1,
-                    (at, at),
-                    "rollouts-controller",
-                );
-                self.put(state, at, &cluster, event)?;
+                )?;
                 state.note(
                     at,
                     format!("rollouts: {service} {env} step {index} (pause {duration} over)"),
@@ -675,17 +659,15 @@ impl Inner {
                     status["pauseConditions"] =
                         json!([{"reason": "CanaryPauseStep", "startTime": stamp(at)}]);
                 })?;
-                let event = workloads::event(
+                self.rollout_event(
+                    state,
+                    at,
+                    &cluster,
                     service,
-                    rollout_ref,
                     "RolloutPaused",
                     "Rollout is paused (CanaryPauseStep)",
                     false,
-                    1,
-                    (at, at),
-                    "rollouts-controller",
-                );
-                self.put(state, at, &cluster, event)?;
+                )?;
                 state.note(
                     at,
                     format!("rollouts: {service} {env} paused for {duration}"),
@@ -694,6 +676,33 @@ impl Inner {
             }
         }
         state.rollouts.insert(key, run);
+        Ok(())
+    }
+
+    /// Records an event of Argo Rollouts' controller about `service`'s Rollout, as `kubectl describe` and the
+    /// card's Events show it.
+    #[allow(clippy::too_many_arguments)]
+    fn rollout_event(
+        &self,
+        state: &mut State,
+        at: Timestamp,
+        cluster: &crate::apiserver::ClusterStore,
+        service: &str,
+        reason: &str,
+        message: &str,
+        warning: bool,
+    ) -> anyhow::Result<()> {
+        let event = workloads::event(
+            service,
+            ("argoproj.io/v1alpha1", "Rollout", service),
+            reason,
+            message,
+            warning,
+            1,
+            (at, at),
+            "rollouts-controller",
+        );
+        self.put(state, at, cluster, event)?;
         Ok(())
     }
 
@@ -746,17 +755,15 @@ impl Inner {
             "Rollout completed update to revision {} ({}): Completed all 5 canary steps",
             run.revision, run.new_hash
         );
-        let event = workloads::event(
+        self.rollout_event(
+            state,
+            at,
+            &cluster,
             service,
-            ("argoproj.io/v1alpha1", "Rollout", service),
             "RolloutCompleted",
             &message,
             false,
-            1,
-            (at, at),
-            "rollouts-controller",
-        );
-        self.put(state, at, &cluster, event)?;
+        )?;
         state.note(
             at,
             format!(
@@ -811,17 +818,15 @@ impl Inner {
                 at,
             );
         })?;
-        let event = workloads::event(
+        self.rollout_event(
+            state,
+            at,
+            &cluster,
             service,
-            ("argoproj.io/v1alpha1", "Rollout", service),
             "RolloutAborted",
             &format!("Rollout aborted update to revision {}", run.revision),
             true,
-            1,
-            (at, at),
-            "rollouts-controller",
-        );
-        self.put(state, at, &cluster, event)?;
+        )?;
         state.note(
             at,
             format!(
