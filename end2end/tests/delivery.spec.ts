@@ -1,20 +1,8 @@
 import { test, expect, type Page } from '@playwright/test';
-import { sandboxUrl } from '../playwright.config';
+import { signInAs, card, sandboxUrl } from './session';
 
 // Delivery against the sandbox: ada owns payments, ledger and refunds. Every write is a pull request on the
 // sandbox forge, previewed first (files under platform/ and their diff), then linked.
-
-async function signInAs(page: Page, login: 'ada' | 'linus', path = '/') {
-  await page.goto(path);
-  await page.getByTestId('sign-in-github').click();
-  await page.locator(`[data-testid="identity-${login}"]`).click();
-  await expect(page.getByTestId('user-menu')).not.toContainText('guest, read-only');
-  await expect(page.getByTestId('user-name')).toBeVisible();
-}
-
-const card = (page: Page, env: string) =>
-  page.locator(`[data-testid="deployment-card"][data-env="${env}"]`);
-
 
 async function previewAndSubmit(page: Page, preview = true): Promise<number> {
   if (preview) await page.getByTestId('preview-button').click();

@@ -1,30 +1,13 @@
 import { test, expect, type Page } from '@playwright/test';
+import { signInAsGuest, signInAs, card } from './session';
 
 // The Fleet area against the sandbox's fixtures: catalog-prod is OutOfSync; recommendations dev is Degraded
 // with a crash-looping pod and its BackOff warnings; ledger runs a worker Deployment; checkout prod has a
 // stale ExternalSecret; catalog dev has a Crossplane composition error (each database claim composes an RDS
 // Instance and a SubnetGroup); payments prod's database is behind the code (applied 0003, code 0004).
 
-async function signInAsGuest(page: Page, path = '/') {
-  await page.goto(path);
-  await page.getByTestId('continue-as-guest').click();
-  await expect(page.getByTestId('user-name')).toHaveText('Guest');
-}
-
-// Owners sign in through the sandbox forge's OAuth page, picking a demo identity.
-async function signInAs(page: Page, login: 'ada' | 'linus', path = '/') {
-  await page.goto(path);
-  await page.getByTestId('sign-in-github').click();
-  await page.locator(`[data-testid="identity-${login}"]`).click();
-  await expect(page.getByTestId('user-menu')).not.toContainText('guest, read-only');
-  await expect(page.getByTestId('user-name')).toBeVisible();
-}
-
 const cell = (page: Page, service: string, env: string) =>
   page.locator(`[data-testid="matrix-cell"][data-service="${service}"][data-env="${env}"]`);
-const card = (page: Page, env: string) =>
-  page.locator(`[data-testid="deployment-card"][data-env="${env}"]`);
-
 test('the overview shows every service in every environment with the sandbox statuses', async ({ page }) => {
   await signInAsGuest(page);
   await expect(page.getByTestId('service-row')).toHaveCount(8);

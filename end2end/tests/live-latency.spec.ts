@@ -1,14 +1,12 @@
 import { test, expect } from '@playwright/test';
-
-const sandbox = `http://127.0.0.1:${process.env.TOWER_E2E_SANDBOX_PORT ?? 18181}`;
+import { sandboxUrl, signInAsGuest } from './session';
 
 // Time from a state change in the sandbox's cluster to the change in the page, over the one event stream.
 test('a cluster change reaches the open service page in well under a second (p95)', async ({ page, request }) => {
-  await page.goto('/services/cart?env=dev');
-  await page.getByTestId('continue-as-guest').click();
+  await signInAsGuest(page, '/services/cart?env=dev');
   await expect(page.getByTestId('pod-row').first()).toBeVisible();
 
-  const pods = await (await request.get(`${sandbox}/clusters/dev/api/v1/namespaces/cart/pods`)).json();
+  const pods = await (await request.get(`${sandboxUrl}/clusters/dev/api/v1/namespaces/cart/pods`)).json();
   const pod = pods.items[0].metadata.name as string;
   const samples: number[] = [];
   for (let round = 1; round <= 20; round++) {
@@ -28,7 +26,7 @@ test('a cluster change reaches the open service page in well under a second (p95
       });
     }, selector);
     const started = Date.now();
-    const patched = await request.patch(`${sandbox}/clusters/dev/api/v1/namespaces/cart/pods/${pod}/status`, {
+    const patched = await request.patch(`${sandboxUrl}/clusters/dev/api/v1/namespaces/cart/pods/${pod}/status`, {
       headers: { 'content-type': 'application/json-patch+json' },
       data: JSON.stringify([{ op: 'replace', path: '/status/containerStatuses/0/restartCount', value: restarts }]),
     });

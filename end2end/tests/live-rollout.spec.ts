@@ -1,13 +1,5 @@
-import { test, expect, Page } from '@playwright/test';
-
-const sandbox = `http://127.0.0.1:${process.env.TOWER_E2E_SANDBOX_PORT ?? 18181}`;
-
-async function signInAs(page: Page, login: string, path: string) {
-  await page.goto(path);
-  await page.getByTestId('sign-in-github').click();
-  await page.locator(`[data-testid="identity-${login}"]`).click();
-  await expect(page.getByTestId('user-name')).toBeVisible();
-}
+import { test, expect } from '@playwright/test';
+import { signInAs, sandboxUrl } from './session';
 
 // A merged prod Release change shows on the open page as it happens: Progressing, each canary step, Healthy
 // on the new version — all without a reload.
@@ -45,7 +37,7 @@ test('after a merge the prod card walks through the rollout live', async ({ page
   const opened = await page.request.post('/api/v1/services/ledger/promote', { headers: { 'x-tower-csrf': '1' } });
   expect(opened.ok()).toBeTruthy();
   const pr = await opened.json();
-  const merged = await request.post(`${sandbox}/sandbox/pulls/${pr.number}/merge`);
+  const merged = await request.post(`${sandboxUrl}/sandbox/pulls/${pr.number}/merge`);
   expect(merged.ok()).toBeTruthy();
 
   await expect(prodCard.getByTestId('card-version')).toContainText(dev.running_version, { timeout: 90_000 });

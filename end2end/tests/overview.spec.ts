@@ -1,14 +1,11 @@
 import { test, expect } from '@playwright/test';
-
-const sandbox = `http://127.0.0.1:${process.env.TOWER_E2E_SANDBOX_PORT ?? 18181}`;
+import { sandboxUrl, signInAsGuest } from './session';
 
 // Every test starts as a guest: the sign-in page's "Continue as guest" sets the session cookie.
 test.beforeEach(async ({ page }) => {
-  await page.goto('/');
-  await page.getByTestId('continue-as-guest').click();
-  await expect(page.getByTestId('user-name')).toHaveText('Guest');
+  await signInAsGuest(page);
 });
-const components = `${sandbox}/clusters/management/apis/platform.tower.dev/v1alpha1/namespaces/platform/components`;
+const components = `${sandboxUrl}/clusters/management/apis/platform.tower.dev/v1alpha1/namespaces/platform/components`;
 
 test('the overview lists every service of the sandbox', async ({ page }) => {
   await page.goto('/');

@@ -1,24 +1,8 @@
 import { test, expect, type Page } from '@playwright/test';
+import { signInAsGuest, signInAs, card } from './session';
 
 // "A guest sees no Promote, Rollback, Sync, template or log controls, and a direct POST as a guest gets 403
 // with a JSON error; an owner sees them only on their own team's services." ada is in payments, not shop.
-
-async function signInAsGuest(page: Page, path = '/') {
-  await page.goto(path);
-  await page.getByTestId('continue-as-guest').click();
-  await expect(page.getByTestId('user-name')).toHaveText('Guest');
-}
-
-async function signInAs(page: Page, login: 'ada' | 'linus', path = '/') {
-  await page.goto(path);
-  await page.getByTestId('sign-in-github').click();
-  await page.locator(`[data-testid="identity-${login}"]`).click();
-  await expect(page.getByTestId('user-menu')).not.toContainText('guest, read-only');
-  await expect(page.getByTestId('user-name')).toBeVisible();
-}
-
-const card = (page: Page, env: string) =>
-  page.locator(`[data-testid="deployment-card"][data-env="${env}"]`);
 
 const CONTROLS = ['promote-button', 'rollback-button', 'sync-button', 'force-sync-button', 'logs-button'];
 
