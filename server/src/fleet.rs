@@ -396,7 +396,8 @@ impl FleetModel {
         });
         let now = jiff::Timestamp::now();
         let unreachable = self.inner.sources.unreachable_since();
-        if all {
+        // The first picture is the only one never serialized.
+        if self.current_view().services_json.is_empty() {
             self.seed_activity_from_history(&index);
         }
 
@@ -476,22 +477,23 @@ impl FleetModel {
         }
     }
 
-    /// An empty feed (Tower just started) begins with the deploys Argo CD remembers, newest last.
+    /// The first picture's feed begins with the deploys Argo CD remembers, merged by time with anything
+    /// recorded while the watches were still listing (a merge the forge reported first).
     fn seed_activity_from_history(&self, index: &Index) {
-        let mut feed = self.activity_feed();
-        if !feed.is_empty() {
-            return;
-        }
-        let mut history: Vec<(jiff::Timestamp, ActivityItem)> = index
+        let history = index
             .applications
             .iter()
             .flat_map(|((service, environment), app)| {
                 cards::deploy_history(&app.data, service, environment)
-            })
+            });
+        let mut feed = self.activity_feed();
+        let mut items: Vec<(jiff::Timestamp, ActivityItem)> = feed
+            .drain(..)
+            .chain(history)
             .filter_map(|item| Some((item.at.parse().ok()?, item)))
             .collect();
-        history.sort_by_key(|(at, _)| *at);
-        for (_, item) in history {
+        items.sort_by_key(|(at, _)| *at);
+        for (_, item) in items {
             push_activity(&mut feed, item);
         }
     }

@@ -189,10 +189,10 @@ pub async fn build_state(
         _ => None,
     };
 
-    if let (Some(app), Some(github)) = (&github_app, &config.github) {
+    if let (Some(delivery), Some(github)) = (&delivery, &config.github) {
         crate::delivery::merges::spawn(
-            app.clone(),
-            format!("{}/{}", config.organisation, github.gitops_repository),
+            delivery.github().clone(),
+            delivery.repository(),
             fleet.clone(),
             Duration::from_secs(github.merged_poll_seconds),
         );
