@@ -564,6 +564,21 @@ pub fn parse_branch(branch: &str) -> Option<(IntentKind, String, Option<String>)
     Some((kind, service, environment))
 }
 
+/// Whether Tower may push `branch`: the deterministic pattern `tower/<kind>/<label>[/<label>…]` with a known
+/// kind and at most three DNS-1123 labels, so nothing git or the forge reads specially (`..`, `@{`, `.lock`,
+/// `~`, `^`, `:`, a control character, a leading `-`, an empty segment) can ever name a ref Tower writes.
+pub fn is_tower_branch(branch: &str) -> bool {
+    let Some(rest) = branch.strip_prefix(BRANCH_PREFIX) else {
+        return false;
+    };
+    let names: Vec<&str> = rest.split('/').skip(1).collect();
+    parse_branch(branch).is_some()
+        && (1..=3).contains(&names.len())
+        && names
+            .iter()
+            .all(|name| validate_label("branch", name).is_ok())
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // Previews and pull requests
 
@@ -1276,6 +1291,32 @@ mod tests {
         assert_eq!(schema.branch(), "tower/schema/payments/prod/payments");
         assert_eq!(parse_branch("feature/x"), None);
         assert_eq!(promote.labels(), ["tower", "tower:promote"]);
+    }
+
+    #[test]
+    fn only_tower_branches_of_labels_are_pushable() {
+        assert!(is_tower_branch("tower/promote/payments/prod"));
+        assert!(is_tower_branch("tower/schema/payments/prod/payments"));
+        assert!(is_tower_branch("tower/onboard/invoices"));
+        for branch in [
+            "main",
+            "feature/x",
+            "tower/unknown/payments",
+            "tower/deploy",
+            "tower/deploy/",
+            "tower/deploy//prod",
+            "tower/deploy/../main",
+            "tower/deploy/pay.lock",
+            "tower/deploy/pay@{1}",
+            "tower/deploy/pay ments",
+            "tower/deploy/pay\nments",
+            "tower/deploy/-payments",
+            "tower/deploy/Payments",
+            "tower/deploy/a/b/c/d",
+            "refs/heads/tower/deploy/payments",
+        ] {
+            assert!(!is_tower_branch(branch), "{branch:?}");
+        }
     }
 
     #[test]

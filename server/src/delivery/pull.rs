@@ -19,8 +19,8 @@
 use futures::StreamExt as _;
 use shared::delivery::{
     BASE_BRANCH, BRANCH_PREFIX, ChangePreview, CheckView, CiState, Intent, PullRequestView,
-    PullState, RenderedFile, TOWER_LABEL, diff_files, is_writable_path, parse_branch,
-    roll_up_checks,
+    PullState, RenderedFile, TOWER_LABEL, diff_files, is_tower_branch, is_writable_path,
+    parse_branch, roll_up_checks,
 };
 
 use super::{Delivery, DeliveryError, Result, forge};
@@ -66,6 +66,13 @@ pub async fn submit(
         return Err(DeliveryError::Internal(anyhow::anyhow!(
             "refusing to write {} outside platform/",
             file.path
+        )));
+    }
+    // Branches come from the intent's labels, which the forms validated; checked again where they meet git.
+    if !is_tower_branch(&change.intent.branch()) {
+        return Err(DeliveryError::Internal(anyhow::anyhow!(
+            "refusing to push branch {:?}",
+            change.intent.branch()
         )));
     }
     if change.files.is_empty() {

@@ -4,7 +4,7 @@ use axum::Json;
 use axum::Router;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum_extra::extract::PrivateCookieJar;
 use axum_extra::extract::cookie::Cookie;
@@ -15,6 +15,7 @@ use shared::{ApiError, ErrorCode};
 
 use crate::auth::{CurrentUser, OAUTH_STATE_COOKIE, SESSION_COOKIE, random_token};
 use crate::routes::{Access, ApiRoutes};
+use crate::sinks;
 use crate::state::AppState;
 
 /// The session routes.
@@ -72,14 +73,6 @@ struct StartQuery {
     return_to: Option<String>,
 }
 
-/// Only local paths, so the sign-in flow cannot be used to redirect elsewhere.
-fn safe_return_path(path: Option<&str>) -> String {
-    match path {
-        Some(p) if p.starts_with('/') && !p.starts_with("//") && !p.contains('\\') => p.to_string(),
-        _ => "/".into(),
-    }
-}
-
 fn callback_url(state: &AppState) -> String {
     format!("{}/auth/github/callback", state.auth.public_origin)
 }
@@ -96,14 +89,14 @@ async fn github_start(
         Ok(token) => token,
         Err(error) => return error.into_response(),
     };
-    let return_to = safe_return_path(query.return_to.as_deref());
+    let return_to = sinks::return_path(&state.auth.public_origin, query.return_to.as_deref());
     let cookie = state.auth.cookie(
         OAUTH_STATE_COOKIE,
         format!("{token} {return_to}"),
         Some(std::time::Duration::from_secs(600)),
     );
     let location = github.authorize_redirect(&callback_url(&state), &token);
-    (jar.add(cookie), Redirect::to(&location)).into_response()
+    (jar.add(cookie), sinks::see_other_elsewhere(&location)).into_response()
 }
 
 #[derive(Deserialize)]
@@ -130,7 +123,8 @@ async fn github_callback(
             "The sign-in took too long or was started elsewhere; please try again.",
         );
     };
-    let return_to = safe_return_path(Some(return_to));
+    // Checked again: the cookie is ours, but a path stored by an older Tower was checked by older rules.
+    let return_to = sinks::return_path(&state.auth.public_origin, Some(return_to));
     if query.error.is_some() {
         return sign_in_failed(jar, "GitHub did not sign you in.");
     }
@@ -148,7 +142,7 @@ async fn github_callback(
                     .identity_for(user.login, user.name, user.teams, user.avatar_url);
             tracing::info!(target: "audit", user = %identity.login, action = "sign-in", teams = ?identity.teams, "member signed in");
             let jar = jar.add(state.auth.session_cookie(identity));
-            (jar, Redirect::to(&return_to)).into_response()
+            (jar, sinks::see_other(&return_to)).into_response()
         }
         Err(error) => {
             tracing::warn!(%error, "GitHub sign-in failed");
@@ -162,7 +156,7 @@ fn sign_in_failed(jar: PrivateCookieJar, message: &str) -> Response {
         "/sign-in?error={}",
         crate::upstream::github_oauth::urlencode(message)
     );
-    (jar, Redirect::to(&location)).into_response()
+    (jar, sinks::see_other(&location)).into_response()
 }
 
 fn not_configured() -> Response {

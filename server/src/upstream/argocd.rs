@@ -20,6 +20,9 @@ pub enum ArgoCdError {
         /// Argo CD's message.
         message: String,
     },
+    /// The configured URL cannot carry the API's path.
+    #[error("Argo CD URL: {0}")]
+    Url(#[from] crate::sinks::UrlError),
 }
 
 /// An Argo CD instance.
@@ -63,10 +66,10 @@ impl ArgoCd {
         });
         let response = self
             .http
-            .post(format!(
-                "{}/api/v1/applications/{application}/sync",
-                self.url
-            ))
+            .post(crate::sinks::upstream_url(
+                &self.url,
+                ["api", "v1", "applications", application, "sync"],
+            )?)
             .bearer_auth(self.token.expose_secret())
             .json(&body)
             .send()

@@ -17,6 +17,9 @@ use serde_json::{Value, json};
 use shared::fleet::CommitView;
 use tokio::sync::Mutex;
 
+use crate::sinks::PathPart::{GitPath, Segment};
+use crate::sinks::{PathPart, api_path, with_query};
+
 /// How long before an installation token expires it is replaced.
 pub const REFRESH_BEFORE: Duration = Duration::from_secs(5 * 60);
 /// How far an App JWT's `iat` is backdated, for clocks that run ahead of GitHub's.
@@ -176,10 +179,12 @@ impl GithubApp {
         let app = client_with(&self.inner.api_url, self.app_jwt()?)?;
         let minted: AccessToken = app
             .post(
-                format!(
-                    "/app/installations/{}/access_tokens",
-                    self.inner.installation_id
-                ),
+                api_path([
+                    Segment("app"),
+                    Segment("installations"),
+                    Segment(&self.inner.installation_id.to_string()),
+                    Segment("access_tokens"),
+                ]),
                 None::<&()>,
             )
             .await?;
@@ -208,7 +213,10 @@ impl GithubApp {
         head: &str,
     ) -> Result<Vec<CommitView>> {
         let comparison: Value = self
-            .get(format!("/repos/{repository}/compare/{base}...{head}"))
+            .get(repo_path(
+                repository,
+                &[Segment("compare"), GitPath(&format!("{base}...{head}"))],
+            ))
             .await?;
         let mut commits: Vec<CommitView> = comparison
             .get("commits")
@@ -246,8 +254,9 @@ impl GithubApp {
     /// The migration files (`migrations/*`) in `repository` at `git_ref`, sorted; empty when there are none.
     pub async fn migrations_at(&self, repository: &str, git_ref: &str) -> Result<Vec<String>> {
         let listing: Value = match self
-            .get(format!(
-                "/repos/{repository}/contents/migrations?ref={git_ref}"
+            .get(with_query(
+                &repo_path(repository, &[Segment("contents"), Segment("migrations")]),
+                &[("ref", git_ref)],
             ))
             .await
         {
@@ -272,7 +281,15 @@ impl GithubApp {
     /// The commit a branch points at, or `None` when the branch does not exist.
     pub async fn branch_sha(&self, repository: &str, branch: &str) -> Result<Option<String>> {
         match self
-            .get::<Ref>(format!("/repos/{repository}/git/ref/heads/{branch}"))
+            .get::<Ref>(repo_path(
+                repository,
+                &[
+                    Segment("git"),
+                    Segment("ref"),
+                    Segment("heads"),
+                    GitPath(branch),
+                ],
+            ))
             .await
         {
             Ok(reference) => Ok(Some(reference.object.sha)),
@@ -283,8 +300,11 @@ impl GithubApp {
 
     /// A commit object: its tree and parents.
     pub async fn git_commit(&self, repository: &str, sha: &str) -> Result<GitCommit> {
-        self.get(format!("/repos/{repository}/git/commits/{sha}"))
-            .await
+        self.get(repo_path(
+            repository,
+            &[Segment("git"), Segment("commits"), Segment(sha)],
+        ))
+        .await
     }
 
     /// A tree: `base_tree` with `files` (path → content) written over it. Idempotent: the same content gives
@@ -305,7 +325,7 @@ impl GithubApp {
             .client()
             .await?
             .post(
-                format!("/repos/{repository}/git/trees"),
+                repo_path(repository, &[Segment("git"), Segment("trees")]),
                 Some(&json!({"base_tree": base_tree, "tree": tree})),
             )
             .await?;
@@ -324,7 +344,7 @@ impl GithubApp {
             .client()
             .await?
             .post(
-                format!("/repos/{repository}/git/commits"),
+                repo_path(repository, &[Segment("git"), Segment("commits")]),
                 Some(&json!({"message": message, "tree": tree, "parents": [parent]})),
             )
             .await?;
@@ -337,7 +357,7 @@ impl GithubApp {
             .client()
             .await?
             .post(
-                format!("/repos/{repository}/git/refs"),
+                repo_path(repository, &[Segment("git"), Segment("refs")]),
                 Some(&json!({"ref": format!("refs/heads/{branch}"), "sha": sha})),
             )
             .await?;
@@ -351,7 +371,15 @@ impl GithubApp {
             .client()
             .await?
             .patch(
-                format!("/repos/{repository}/git/refs/heads/{branch}"),
+                repo_path(
+                    repository,
+                    &[
+                        Segment("git"),
+                        Segment("refs"),
+                        Segment("heads"),
+                        GitPath(branch),
+                    ],
+                ),
                 Some(&json!({"sha": sha, "force": true})),
             )
             .await?;
@@ -369,11 +397,16 @@ impl GithubApp {
         page: u32,
     ) -> Result<Vec<Pull>> {
         let owner = repository.split('/').next().unwrap_or_default();
-        let head = head_branch
-            .map(|b| format!("&head={owner}:{b}"))
-            .unwrap_or_default();
-        self.get(format!(
-            "/repos/{repository}/pulls?state={state}{head}&per_page={per_page}&page={page}"
+        let head = head_branch.map(|b| format!("{owner}:{b}"));
+        let (per_page, page) = (per_page.to_string(), page.to_string());
+        let mut query = vec![("state", state)];
+        if let Some(head) = &head {
+            query.push(("head", head));
+        }
+        query.extend([("per_page", per_page.as_str()), ("page", page.as_str())]);
+        self.get(with_query(
+            &repo_path(repository, &[Segment("pulls")]),
+            &query,
         ))
         .await
     }
@@ -386,16 +419,26 @@ impl GithubApp {
         state: &str,
         per_page: u32,
     ) -> Result<Vec<Pull>> {
-        self.get(format!(
-            "/repos/{repository}/pulls?state={state}&sort=updated&direction=desc&per_page={per_page}"
+        let per_page = per_page.to_string();
+        self.get(with_query(
+            &repo_path(repository, &[Segment("pulls")]),
+            &[
+                ("state", state),
+                ("sort", "updated"),
+                ("direction", "desc"),
+                ("per_page", &per_page),
+            ],
         ))
         .await
     }
 
     /// One pull request, with its mergeability.
     pub async fn pull(&self, repository: &str, number: u64) -> Result<Pull> {
-        self.get(format!("/repos/{repository}/pulls/{number}"))
-            .await
+        self.get(repo_path(
+            repository,
+            &[Segment("pulls"), Segment(&number.to_string())],
+        ))
+        .await
     }
 
     /// Opens a pull request from `branch` into `base`.
@@ -411,7 +454,7 @@ impl GithubApp {
             .client()
             .await?
             .post(
-                format!("/repos/{repository}/pulls"),
+                repo_path(repository, &[Segment("pulls")]),
                 Some(&json!({"title": title, "head": branch, "base": base, "body": body})),
             )
             .await?)
@@ -429,7 +472,10 @@ impl GithubApp {
             .client()
             .await?
             .patch(
-                format!("/repos/{repository}/pulls/{number}"),
+                repo_path(
+                    repository,
+                    &[Segment("pulls"), Segment(&number.to_string())],
+                ),
                 Some(&json!({"title": title, "body": body})),
             )
             .await?)
@@ -441,7 +487,14 @@ impl GithubApp {
             .client()
             .await?
             .post(
-                format!("/repos/{repository}/issues/{number}/labels"),
+                repo_path(
+                    repository,
+                    &[
+                        Segment("issues"),
+                        Segment(&number.to_string()),
+                        Segment("labels"),
+                    ],
+                ),
                 Some(&json!({"labels": labels})),
             )
             .await?;
@@ -451,7 +504,10 @@ impl GithubApp {
     /// Check runs on commit `sha`.
     pub async fn check_runs(&self, repository: &str, sha: &str) -> Result<Vec<CheckRun>> {
         let runs: CheckRuns = self
-            .get(format!("/repos/{repository}/commits/{sha}/check-runs"))
+            .get(repo_path(
+                repository,
+                &[Segment("commits"), Segment(sha), Segment("check-runs")],
+            ))
             .await?;
         Ok(runs.check_runs)
     }
@@ -464,7 +520,10 @@ impl GithubApp {
         git_ref: &str,
     ) -> Result<Option<String>> {
         let contents: Contents = match self
-            .get(format!("/repos/{repository}/contents/{path}?ref={git_ref}"))
+            .get(with_query(
+                &repo_path(repository, &[Segment("contents"), GitPath(path)]),
+                &[("ref", git_ref)],
+            ))
             .await
         {
             Ok(contents) => contents,
@@ -490,16 +549,34 @@ impl GithubApp {
         per_page: u32,
         page: u32,
     ) -> Result<Vec<CommitSummary>> {
-        self.get(format!(
-            "/repos/{repository}/commits?sha={sha}&path={path}&per_page={per_page}&page={page}"
+        let (per_page, page) = (per_page.to_string(), page.to_string());
+        self.get(with_query(
+            &repo_path(repository, &[Segment("commits")]),
+            &[
+                ("sha", sha),
+                ("path", path),
+                ("per_page", &per_page),
+                ("page", &page),
+            ],
         ))
         .await
     }
 
     /// One commit with its changed files and their patches.
     pub async fn commit(&self, repository: &str, sha: &str) -> Result<CommitDetail> {
-        self.get(format!("/repos/{repository}/commits/{sha}")).await
+        self.get(repo_path(repository, &[Segment("commits"), Segment(sha)]))
+            .await
     }
+}
+
+/// `/repos/{owner}/{name}/…` for `repository` (`owner/name`), every part percent-encoded by the URL type.
+fn repo_path(repository: &str, parts: &[PathPart<'_>]) -> String {
+    let (owner, name) = repository.split_once('/').unwrap_or((repository, ""));
+    api_path(
+        [Segment("repos"), Segment(owner), Segment(name)]
+            .into_iter()
+            .chain(parts.iter().copied()),
+    )
 }
 
 /// Decodes GitHub's base64 (standard alphabet, lines wrapped with `\n`).

@@ -958,7 +958,7 @@ async fn mock_github(State(state): State<Shared>, request: Request) -> Response 
         }
         ("GET", p)
             if p.starts_with(&format!(
-                "{repo}/pulls?state=open&head=acme:tower/promote/payments/prod"
+                "{repo}/pulls?state=open&head=acme%3Atower%2Fpromote%2Fpayments%2Fprod"
             )) =>
         {
             let open: Vec<Value> = state
@@ -1081,7 +1081,7 @@ async fn one_pull_request_is_exactly_this_sequence_of_github_calls() {
             format!("POST {repo}/git/commits"),
             format!("POST {repo}/git/refs"),
             format!(
-                "GET {repo}/pulls?state=open&head=acme:tower/promote/payments/prod&per_page=10&page=1"
+                "GET {repo}/pulls?state=open&head=acme%3Atower%2Fpromote%2Fpayments%2Fprod&per_page=10&page=1"
             ),
             format!("POST {repo}/pulls"),
             format!("POST {repo}/issues/1347/labels"),

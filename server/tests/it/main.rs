@@ -5,6 +5,7 @@ mod auth;
 mod delivery;
 mod fleet;
 mod secrets;
+mod sinks;
 mod spa;
 
 use std::time::Duration;
@@ -148,6 +149,44 @@ impl TestApp {
             .oneshot(request.body(Body::from("{}")).unwrap())
             .await
             .unwrap()
+    }
+
+    /// Signs `login` in through the sandbox forge's OAuth pages as a browser would, starting from
+    /// `/auth/github/start?<start_query>`: returns the start response and the callback's response.
+    pub async fn sign_in_through_forge(
+        &self,
+        start_query: &str,
+        login: &str,
+    ) -> (Response<Body>, Response<Body>) {
+        let start = self
+            .get(&format!("/auth/github/start?{start_query}"), &[])
+            .await;
+        let header = |response: &Response<Body>, name: &str| -> Vec<String> {
+            response
+                .headers()
+                .get_all(name)
+                .iter()
+                .map(|v| v.to_str().unwrap().to_string())
+                .collect()
+        };
+        let authorize = format!("{}&login={login}", header(&start, "location")[0]);
+        let oauth_cookie: Vec<String> = header(&start, "set-cookie")
+            .iter()
+            .map(|c| c.split(';').next().unwrap().to_string())
+            .collect();
+        let forge = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap();
+        let chosen = forge.get(&authorize).send().await.unwrap();
+        let callback = chosen.headers()["location"].to_str().unwrap().to_string();
+        let callback_path = callback
+            .strip_prefix("http://tower.test")
+            .expect("the forge sends the browser back to Tower");
+        let callback = self
+            .get(callback_path, &[("cookie", &oauth_cookie.join("; "))])
+            .await;
+        (start, callback)
     }
 
     /// Sends a GET with `headers`.
