@@ -45,7 +45,11 @@ impl Write for Capture {
 
 /// Sends a request and returns the response with its whole body as text, plus headers as text.
 async fn exchange(app: &TestApp, request: Request<Body>) -> (Response<()>, String) {
-    let response = app.router.clone().oneshot(request).await.unwrap();
+    into_text(app.router.clone().oneshot(request).await.unwrap()).await
+}
+
+/// A response's headers and whole body as text, beside the response without its body.
+async fn into_text(response: Response<Body>) -> (Response<()>, String) {
     let (parts, body) = response.into_parts();
     // Streams (SSE, logs) are read for a moment only.
     let bytes = tokio::time::timeout(Duration::from_millis(700), body.collect())
@@ -82,34 +86,12 @@ async fn no_response_and_no_log_line_carries_a_secret() {
     let mut seen = String::new();
 
     // Sign in as ada through the sandbox forge's OAuth flow, as a browser would.
-    let (start, text) = exchange(
-        &app,
-        Request::get("/auth/github/start?return_to=/services/payments")
-            .body(Body::empty())
-            .unwrap(),
-    )
-    .await;
-    seen.push_str(&text);
-    let oauth_cookie = set_cookie(&start);
-    let authorize = format!("{}&login=ada", location(&start));
-    let forge = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    let chosen = forge.get(&authorize).send().await.unwrap();
-    let callback = chosen.headers()["location"].to_str().unwrap().to_string();
-    let callback_path = callback
-        .strip_prefix("http://tower.test")
-        .expect("back to Tower")
-        .to_string();
-    let (signed_in, text) = exchange(
-        &app,
-        Request::get(&callback_path)
-            .header("cookie", &oauth_cookie)
-            .body(Body::empty())
-            .unwrap(),
-    )
-    .await;
+    let (start, signed_in) = app
+        .sign_in_through_forge("return_to=/services/payments", "ada")
+        .await;
+    seen.push_str(&format!("{:?}\n", start.headers()));
+    seen.push_str(&crate::body_text(start).await);
+    let (signed_in, text) = into_text(signed_in).await;
     seen.push_str(&text);
     assert_eq!(location(&signed_in), "/services/payments");
     let session = set_cookie(&signed_in);
