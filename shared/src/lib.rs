@@ -9,7 +9,9 @@ pub mod delivery;
 pub mod error;
 pub mod fleet;
 pub mod session;
-pub mod view;
+pub mod status;
+pub mod time;
+pub mod url;
 
 #[cfg(feature = "crd")]
 pub mod crd;

@@ -404,7 +404,7 @@ async fn a_claim_lists_its_managed_resources_and_says_when_one_is_not_ready() {
     assert!(!instance.ready && instance.synced);
     assert_eq!(instance.message.as_deref(), Some(message));
     assert!(claim.composed[1].ready, "{:?}", claim.composed);
-    assert!(shared::view::resource_has_problem(claim));
+    assert!(shared::fleet::cards::resource_has_problem(claim));
 
     // Prod's instance of the same claim is another object.
     let prod = card_eventually(&app, "payments", "prod", two_composed).await;
