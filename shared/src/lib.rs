@@ -4,7 +4,6 @@
 //! feature because they pull in kube, which the browser never needs.
 
 pub mod auth;
-pub mod config;
 pub mod delivery;
 pub mod error;
 pub mod fleet;

@@ -557,7 +557,7 @@ async fn a_kind_a_cluster_does_not_serve_shows_nothing_rather_than_an_outage() {
     let app = TestApp::start_with(|config| {
         config
             .crossplane_composed
-            .push(shared::config::ResourceKindConfig {
+            .push(server::config::ResourceKindConfig {
                 group: "s3.aws.upbound.io".into(),
                 version: "v1beta1".into(),
                 kind: "Bucket".into(),
