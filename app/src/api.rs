@@ -155,7 +155,7 @@ pub struct LogOptions {
 }
 
 fn encode(segment: &str) -> String {
-    shared::view::encode_query_value(segment)
+    shared::url::encode_query_value(segment)
 }
 
 /// Who is signed in, and the access policy.

@@ -10,14 +10,14 @@ use shared::session::SessionInfo;
 
 use crate::api;
 use crate::live::LiveFleet;
-use crate::pages::create::CreateRoute;
+use crate::pages::delivery::create::CreateRoute;
+use crate::pages::delivery::pulls::PullsRoute;
+use crate::pages::delivery::releases::{ReleaseDetailRoute, ReleasesRoute};
+use crate::pages::fleet::overview::Overview;
+use crate::pages::fleet::service::ServicePage;
 use crate::pages::not_found::NotFound;
-use crate::pages::overview::Overview;
-use crate::pages::prs::PullsRoute;
-use crate::pages::releases::{ReleaseDetailRoute, ReleasesRoute};
-use crate::pages::service::ServicePage;
+use crate::pages::session::SignIn;
 use crate::pages::show_errors;
-use crate::pages::sign_in::SignIn;
 
 /// The session, provided once as context: `None` while it loads.
 #[derive(Clone, Copy)]

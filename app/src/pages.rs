@@ -1,12 +1,9 @@
-//! One module per page.
+//! The pages, by area: each area has the name it has in `shared` and in the server's routes.
 
-pub mod create;
+pub mod delivery;
+pub mod fleet;
 pub mod not_found;
-pub mod overview;
-pub mod prs;
-pub mod releases;
-pub mod service;
-pub mod sign_in;
+pub mod session;
 
 use leptos::prelude::*;
 

@@ -25,9 +25,6 @@ use std::net::SocketAddr;
 
 use anyhow::Context as _;
 use apiserver::{ClusterStore, Clusters, ResourceType};
-use shared::config::{
-    ArgoCdConfig, AuthConfig, ClusterConfig, GithubConfig, LabelsConfig, MetricsConfig, TowerConfig,
-};
 
 /// The clusters of the platform: the management cluster and one workload cluster per environment.
 pub const CLUSTERS: [&str; 3] = ["management", "dev", "prod"];
@@ -231,60 +228,6 @@ impl Sandbox {
     /// The Prometheus API base (Mimir's path), when metrics run.
     pub fn metrics_url(&self) -> Option<String> {
         self.metrics.as_ref().map(metrics::Metrics::base_url)
-    }
-
-    /// A Tower configuration pointing at every endpoint of this sandbox, with Tower listening on `listen`.
-    pub fn tower_config(&self, listen: SocketAddr) -> TowerConfig {
-        let (app_id, app_private_key) = forge::Forge::demo_app();
-        let github = format!("{}/github", self.url());
-        let mut clusters = vec![ClusterConfig {
-            name: "management".into(),
-            environment: None,
-            url: Some(self.cluster_url("management")),
-            token: None,
-            context: None,
-            in_cluster: false,
-        }];
-        clusters.extend(world::ENVIRONMENTS.iter().map(|env| ClusterConfig {
-            name: (*env).into(),
-            environment: Some((*env).into()),
-            url: Some(self.cluster_url(env)),
-            token: None,
-            context: None,
-            in_cluster: false,
-        }));
-        TowerConfig {
-            listen: listen.to_string(),
-            public_url: format!("http://{listen}"),
-            organisation: world::ORGANISATION.into(),
-            clusters,
-            argocd: vec![ArgoCdConfig {
-                name: "argocd".into(),
-                url: format!("{}/argocd", self.url()),
-                token: ARGOCD_TOKEN.into(),
-            }],
-            github: Some(GithubConfig {
-                api_url: format!("{github}/"),
-                oauth_authorize_url: format!("{github}/login/oauth/authorize"),
-                oauth_token_url: format!("{github}/login/oauth/access_token"),
-                client_id: forge::DEMO_CLIENT_ID.into(),
-                client_secret: forge::DEMO_CLIENT_SECRET.into(),
-                app_id,
-                installation_id: forge::DEMO_INSTALLATION_ID,
-                app_private_key,
-                gitops_repository: world::GITOPS_REPOSITORY.into(),
-                merged_poll_seconds: 5,
-            }),
-            metrics: self.metrics_url().map(|url| MetricsConfig { url }),
-            auth: AuthConfig {
-                admins: world::ADMINS.iter().map(|a| (*a).to_string()).collect(),
-                ..AuthConfig::default()
-            },
-            labels: LabelsConfig::default(),
-            crossplane_claims: shared::config::default_claim_kinds(),
-            // The defaults are what the sandbox's Composition composes, so the tests exercise them.
-            crossplane_composed: shared::config::default_composed_kinds(),
-        }
     }
 }
 

@@ -1,9 +1,9 @@
-//! Metrics for the sandbox's services, answering where Tower's Mimir client looks (`…/prometheus`).
+//! Metrics for the sandbox's services, answering under Mimir's Prometheus path (`…/prometheus`).
 //!
 //! When `prometheus` and `promtool` are on `PATH` (Debian's `prometheus` package), hours of history
 //! are backfilled with promtool and a private Prometheus runs on loopback, scraping a live exposition
 //! that continues that history. Otherwise the sandbox answers `query` and `query_range` itself for the
-//! PromQL subset Tower's fixed queries use. Both read one deterministic [`Generator`], so the same
+//! PromQL subset described in `promql.rs`. Both read one deterministic [`Generator`], so the same
 //! query gives the same series either way.
 //!
 //! Debian's package also tries to start a system service on `0.0.0.0:9090`; nothing here uses it.

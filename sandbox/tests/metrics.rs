@@ -1,4 +1,4 @@
-//! The sandbox's metrics, queried over HTTP the way Tower's Mimir client queries them: a real
+//! The sandbox's metrics, queried over HTTP the way a Prometheus client queries them: a real
 //! Prometheus with backfilled history when installed, and the built-in fallback.
 #![allow(clippy::unwrap_used)]
 
@@ -174,7 +174,7 @@ async fn the_fallback_answers_the_same_query_with_the_same_shape() {
 }
 
 #[tokio::test]
-async fn the_fallback_answers_every_fixed_query_by_get_and_post() {
+async fn the_fallback_answers_latency_cpu_memory_and_restarts_by_get_and_post() {
     let now = jiff::Timestamp::now();
     let metrics = Metrics::fallback(options(now), &SERVICES).await.unwrap();
     let base = metrics.base_url();

@@ -101,7 +101,7 @@ struct View {
 
 struct Inner {
     stores: Stores,
-    labels: shared::config::LabelsConfig,
+    labels: crate::config::LabelsConfig,
     view: RwLock<Arc<View>>,
     events: broadcast::Sender<FleetEvent>,
     sources: Sources,
@@ -123,7 +123,7 @@ impl FleetModel {
     /// end of the channel the watches mark services on.
     pub fn start(
         stores: Stores,
-        labels: shared::config::LabelsConfig,
+        labels: crate::config::LabelsConfig,
         sources: Sources,
         code: Option<CodeCache>,
         catalog: catalog::Catalog,
@@ -599,7 +599,7 @@ struct Index {
 impl Index {
     fn build(
         stores: &Stores,
-        labels: &shared::config::LabelsConfig,
+        labels: &crate::config::LabelsConfig,
         wanted: impl Fn(&str) -> bool,
     ) -> Self {
         let label_key = |meta: &kube::api::ObjectMeta, environment: Option<&str>| -> Option<Key> {

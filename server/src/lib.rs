@@ -7,6 +7,7 @@ pub mod delivery;
 pub mod error;
 pub mod fleet;
 pub mod routes;
+#[cfg(feature = "sandbox")]
 pub mod sandbox_cli;
 pub mod serve;
 pub mod sinks;

@@ -24,7 +24,16 @@ enum Command {
     /// Serve the API and the SPA.
     Serve(server::serve::ServeArgs),
     /// Run the offline sandbox platform on its own, or act on a running one.
+    #[cfg(feature = "sandbox")]
     Sandbox(server::sandbox_cli::SandboxArgs),
+    /// Not in this build (no `sandbox` feature): answers with a message saying so.
+    #[cfg(not(feature = "sandbox"))]
+    #[command(hide = true, disable_help_flag = true)]
+    Sandbox {
+        /// Whatever was asked of the sandbox.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 #[tokio::main]
@@ -42,6 +51,9 @@ async fn main() -> anyhow::Result<()> {
     }
     match cli.command {
         Command::Serve(args) => server::serve::serve(args).await,
+        #[cfg(feature = "sandbox")]
         Command::Sandbox(args) => server::sandbox_cli::run(args).await,
+        #[cfg(not(feature = "sandbox"))]
+        Command::Sandbox { .. } => anyhow::bail!(server::serve::NO_SANDBOX),
     }
 }

@@ -1,10 +1,108 @@
-//! `tower sandbox`: the offline platform on its own, for demos and for pointing a separately started Tower at;
-//! and `tower sandbox merge <pr>`, the demo reviewer.
+//! Tower on the offline platform: `tower serve --sandbox` (the sandbox embedded), `tower sandbox` (the platform
+//! on its own, for demos and for pointing a separately started Tower at), `tower sandbox merge <pr>` (the demo
+//! reviewer), and the Tower configuration that points at a sandbox.
+//!
+//! Compiled only with the `sandbox` feature (on by default): a production `tower` built without it carries no
+//! emulator.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use anyhow::Context as _;
+
+use crate::config::{
+    ArgoCdConfig, AuthConfig, ClusterConfig, GithubConfig, LabelsConfig, TowerConfig,
+};
+
+/// Options of `tower serve` for the embedded sandbox (used with `--sandbox`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct EmbeddedArgs {
+    /// Where the embedded sandbox's APIs listen (port 0 picks a free one).
+    #[arg(long, env = "TOWER_SANDBOX_LISTEN", default_value = "127.0.0.1:0")]
+    pub sandbox_listen: SocketAddr,
+    /// Start the embedded sandbox without metrics (faster start).
+    #[arg(long)]
+    pub sandbox_no_metrics: bool,
+    /// How much faster than real time the embedded sandbox's simulated platform moves.
+    #[arg(long, default_value_t = 1.0)]
+    pub speed: f64,
+    /// Also generate this many services in the embedded sandbox, for benchmarks.
+    #[arg(long)]
+    pub scale: Option<usize>,
+    /// Seed of the embedded sandbox's random-looking choices.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+}
+
+/// Starts the embedded sandbox and returns it with a configuration pointing Tower at it, Tower listening on
+/// `listen` (8080 by default). Dropping the sandbox stops it.
+pub async fn embedded(
+    args: &EmbeddedArgs,
+    listen: Option<SocketAddr>,
+) -> anyhow::Result<(sandbox::Sandbox, TowerConfig)> {
+    let mut options = sandbox::Options::new(args.sandbox_listen);
+    options.metrics = !args.sandbox_no_metrics;
+    options.simulate = sandbox::Simulate::RealTime;
+    options.speed = args.speed;
+    options.scale = args.scale;
+    options.seed = args.seed;
+    let sandbox = sandbox::Sandbox::start_with(options)
+        .await
+        .context("starting the embedded sandbox")?;
+    tracing::info!(url = %sandbox.url(), "sandbox platform is up");
+    let listen = listen.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080)));
+    let config = tower_config(&sandbox, listen);
+    Ok((sandbox, config))
+}
+
+/// A Tower configuration pointing at every endpoint of `sandbox`, with Tower listening on `listen`.
+pub fn tower_config(sandbox: &sandbox::Sandbox, listen: SocketAddr) -> TowerConfig {
+    use sandbox::{forge, world};
+
+    let (app_id, app_private_key) = forge::Forge::demo_app();
+    let github = format!("{}/github", sandbox.url());
+    let cluster = |name: &str, environment: Option<&str>| ClusterConfig {
+        name: name.into(),
+        environment: environment.map(Into::into),
+        url: Some(sandbox.cluster_url(name)),
+        token: None,
+        context: None,
+        in_cluster: false,
+    };
+    let mut clusters = vec![cluster("management", None)];
+    clusters.extend(world::ENVIRONMENTS.map(|env| cluster(env, Some(env))));
+    TowerConfig {
+        listen: listen.to_string(),
+        public_url: format!("http://{listen}"),
+        organisation: world::ORGANISATION.into(),
+        clusters,
+        argocd: vec![ArgoCdConfig {
+            name: "argocd".into(),
+            url: format!("{}/argocd", sandbox.url()),
+            token: sandbox::ARGOCD_TOKEN.into(),
+        }],
+        github: Some(GithubConfig {
+            api_url: format!("{github}/"),
+            oauth_authorize_url: format!("{github}/login/oauth/authorize"),
+            oauth_token_url: format!("{github}/login/oauth/access_token"),
+            client_id: forge::DEMO_CLIENT_ID.into(),
+            client_secret: forge::DEMO_CLIENT_SECRET.into(),
+            app_id,
+            installation_id: forge::DEMO_INSTALLATION_ID,
+            app_private_key: app_private_key.into(),
+            gitops_repository: world::GITOPS_REPOSITORY.into(),
+            merged_poll_seconds: 5,
+        }),
+        auth: AuthConfig {
+            admins: world::ADMINS.iter().map(|a| (*a).to_string()).collect(),
+            ..AuthConfig::default()
+        },
+        labels: LabelsConfig::default(),
+        crossplane_claims: crate::config::default_claim_kinds(),
+        // The defaults are what the sandbox's Composition composes, so the tests exercise them.
+        crossplane_composed: crate::config::default_composed_kinds(),
+    }
+}
 
 /// Options of `tower sandbox`.
 #[derive(Debug, clap::Args)]
@@ -67,7 +165,7 @@ async fn serve(args: SandboxArgs) -> anyhow::Result<()> {
     options.speed = args.speed;
     options.scale = args.scale;
     let sandbox = sandbox::Sandbox::start_with(options).await?;
-    let config = sandbox.tower_config(args.tower_listen);
+    let config = tower_config(&sandbox, args.tower_listen);
     let yaml = serde_saphyr::to_string(&config).context("serializing the configuration")?;
     std::fs::write(&args.write_config, yaml)
         .with_context(|| format!("writing {}", args.write_config.display()))?;

@@ -7,11 +7,11 @@ use std::time::Duration;
 use anyhow::Context as _;
 use axum_extra::extract::cookie::Key;
 use kube::Client;
-use secrecy::SecretString;
+use secrecy::ExposeSecret as _;
 use shared::auth::Policy;
-use shared::config::{ClusterConfig, TowerConfig};
 
 use crate::auth::AuthState;
+use crate::config::{ClusterConfig, TowerConfig};
 use crate::delivery::builds::Builds;
 use crate::delivery::{Delivery, DeliveryConfig};
 use crate::fleet::catalog::Catalog;
@@ -27,7 +27,7 @@ use crate::upstream::github_oauth::OAuthClient;
 /// Options of `tower serve`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServeArgs {
-    /// The configuration file (see `shared::config::TowerConfig`); not needed with `--sandbox`.
+    /// The configuration file (see `server::config::TowerConfig`); not needed with `--sandbox`.
     #[arg(long, env = "TOWER_CONFIG")]
     pub config: Option<PathBuf>,
     /// Address to listen on (overrides the file's `listen`).
@@ -36,24 +36,37 @@ pub struct ServeArgs {
     /// Folder with the built SPA (`cargo xtask dist` writes `dist/`).
     #[arg(long, env = "TOWER_ASSETS", default_value = "dist")]
     pub assets: PathBuf,
-    /// Run against the embedded sandbox platform instead of real clusters.
+    /// Run against the embedded sandbox platform instead of real clusters (in builds with the `sandbox`
+    /// feature, the default).
     #[arg(long)]
     pub sandbox: bool,
-    /// Where the embedded sandbox's APIs listen (port 0 picks a free one).
-    #[arg(long, env = "TOWER_SANDBOX_LISTEN", default_value = "127.0.0.1:0")]
-    pub sandbox_listen: SocketAddr,
-    /// Start the embedded sandbox without metrics (faster start; the Metrics tab then has no data).
-    #[arg(long)]
-    pub sandbox_no_metrics: bool,
-    /// How much faster than real time the embedded sandbox's simulated platform moves.
-    #[arg(long, default_value_t = 1.0)]
-    pub speed: f64,
-    /// Also generate this many services in the embedded sandbox, for benchmarks.
-    #[arg(long)]
-    pub scale: Option<usize>,
-    /// Seed of the embedded sandbox's random-looking choices.
-    #[arg(long, default_value_t = 42)]
-    pub seed: u64,
+    /// How the embedded sandbox runs.
+    #[cfg(feature = "sandbox")]
+    #[command(flatten)]
+    pub embedded: crate::sandbox_cli::EmbeddedArgs,
+}
+
+/// What a `tower` built without the `sandbox` feature answers when asked for the sandbox.
+#[cfg(not(feature = "sandbox"))]
+pub const NO_SANDBOX: &str = "this tower was built without the sandbox (cargo feature `sandbox`, on by \
+    default): give --config FILE to run against real clusters, or use a tower built with default features";
+
+/// The embedded platform, kept alive while Tower serves; nothing in a build without it.
+#[cfg(feature = "sandbox")]
+type Embedded = sandbox::Sandbox;
+#[cfg(not(feature = "sandbox"))]
+type Embedded = ();
+
+/// Starts the embedded sandbox for `--sandbox`, with a configuration pointing at it.
+#[cfg(feature = "sandbox")]
+async fn embedded_sandbox(args: &ServeArgs) -> anyhow::Result<(Embedded, TowerConfig)> {
+    crate::sandbox_cli::embedded(&args.embedded, args.listen).await
+}
+
+/// Refuses `--sandbox`: this build has no emulator.
+#[cfg(not(feature = "sandbox"))]
+async fn embedded_sandbox(_args: &ServeArgs) -> anyhow::Result<(Embedded, TowerConfig)> {
+    anyhow::bail!(NO_SANDBOX)
 }
 
 /// Runs the server until Ctrl-C.
@@ -61,20 +74,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // Kept alive for as long as the server runs: dropping it would stop the embedded platform.
     let mut _sandbox = None;
     let mut config = if args.sandbox {
-        let mut options = sandbox::Options::new(args.sandbox_listen);
-        options.metrics = !args.sandbox_no_metrics;
-        options.simulate = sandbox::Simulate::RealTime;
-        options.speed = args.speed;
-        options.scale = args.scale;
-        options.seed = args.seed;
-        let sandbox = sandbox::Sandbox::start_with(options)
-            .await
-            .context("starting the embedded sandbox")?;
-        tracing::info!(url = %sandbox.url(), "sandbox platform is up");
-        let listen = args
-            .listen
-            .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080)));
-        let config = sandbox.tower_config(listen);
+        let (sandbox, config) = embedded_sandbox(&args).await?;
         _sandbox = Some(sandbox);
         config
     } else {
@@ -146,7 +146,7 @@ pub async fn build_state(
         Some(github) => Some(GithubApp::new(
             &github.api_url,
             github.app_id,
-            &github.app_private_key,
+            github.app_private_key.expose_secret(),
             github.installation_id,
         )?),
         None => None,
@@ -199,10 +199,7 @@ pub async fn build_state(
     }
 
     let argocd = match config.argocd.first() {
-        Some(instance) => Some(ArgoCd::new(
-            &instance.url,
-            SecretString::from(instance.token.clone()),
-        )?),
+        Some(instance) => Some(ArgoCd::new(&instance.url, instance.token.clone())?),
         None => None,
     };
     let github = match &config.github {
@@ -211,7 +208,7 @@ pub async fn build_state(
             github.oauth_token_url.clone(),
             github.api_url.clone(),
             github.client_id.clone(),
-            SecretString::from(github.client_secret.clone()),
+            github.client_secret.clone(),
             config.organisation.clone(),
         )?),
         None => None,

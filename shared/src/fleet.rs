@@ -1,4 +1,11 @@
-//! The fleet as the browser sees it: services and the live deltas that keep them current.
+//! The fleet as the browser sees it: services and the live deltas that keep them current, and the pure logic
+//! of the pages that show it.
+
+pub mod cards;
+pub mod dependency_graph;
+#[cfg(test)]
+pub(crate) mod fixtures;
+pub mod overview;
 
 use std::collections::BTreeMap;
 
@@ -614,16 +621,7 @@ mod tests {
     use super::*;
 
     fn service(name: &str, owner: &str) -> ServiceSummary {
-        ServiceSummary {
-            name: name.into(),
-            owner: owner.into(),
-            description: format!("{name} service"),
-            repository: format!("acme/{name}"),
-            template: "go-service@1.0.0".into(),
-            depends_on: vec![],
-            environments: vec![],
-            catalog: None,
-        }
+        fixtures::service(name, owner, vec![])
     }
 
     #[test]

@@ -4,12 +4,13 @@
 //! feature because they pull in kube, which the browser never needs.
 
 pub mod auth;
-pub mod config;
 pub mod delivery;
 pub mod error;
 pub mod fleet;
 pub mod session;
-pub mod view;
+pub mod status;
+pub mod time;
+pub mod url;
 
 #[cfg(feature = "crd")]
 pub mod crd;

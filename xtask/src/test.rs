@@ -102,6 +102,10 @@ fn run_steps(
                 ])
             }),
         ),
+        (
+            "server without the sandbox",
+            Box::new(server_without_sandbox),
+        ),
         ("cargo test", Box::new(cargo_test)),
     ];
     if !skip_e2e {
@@ -134,6 +138,41 @@ fn run_steps(
 fn cargo_step(args: &[&str]) -> Result<Counts> {
     util::run(&mut util::cargo(args))?;
     Ok(Counts::default())
+}
+
+/// The production `tower` (`--no-default-features`) must not link the sandbox: its dependency tree has no
+/// `sandbox` package, and it still compiles without warnings (the feature gates stay complete).
+fn server_without_sandbox() -> Result<Counts> {
+    let tree = util::read(&mut util::cargo([
+        "tree",
+        "-p",
+        "server",
+        "--no-default-features",
+        "--prefix",
+        "none",
+        "--format",
+        "{p}",
+    ]))?;
+    let linked = packages_named(&tree, "sandbox");
+    if linked > 0 {
+        bail!("`cargo tree -p server --no-default-features` lists `sandbox` {linked} time(s)");
+    }
+    cargo_step(&[
+        "clippy",
+        "-p",
+        "server",
+        "--no-default-features",
+        "--",
+        "-D",
+        "warnings",
+    ])
+}
+
+/// How many lines of a `cargo tree --prefix none --format {p}` listing name the package `name`.
+fn packages_named(tree: &str, name: &str) -> usize {
+    tree.lines()
+        .filter(|line| line.split_whitespace().next() == Some(name))
+        .count()
 }
 
 /// `cargo test --workspace`, streamed to the terminal and parsed for its result lines.
@@ -252,6 +291,20 @@ test result: ok. 0 passed; 0 failed; 3 ignored; 0 measured; 0 filtered out; fini
 ";
         let counts = parse_cargo_test(out);
         assert_eq!((counts.passed, counts.failed, counts.skipped), (7, 2, 4));
+    }
+
+    #[test]
+    fn a_package_in_the_tree_is_found_by_its_exact_name() {
+        let tree = "\
+server v0.1.0 (/work/tower/server)
+sandbox v0.1.0 (/work/tower/sandbox)
+shared v0.1.0 (/work/tower/shared)
+sandbox v0.1.0 (/work/tower/sandbox) (*)
+";
+        assert_eq!(packages_named(tree, "sandbox"), 2);
+        // A path or another package's name containing the word is not the package.
+        let tree = "server v0.1.0 (/home/sandbox/tower/server)\nsandbox-rs v1.0.0\n";
+        assert_eq!(packages_named(tree, "sandbox"), 0);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use shared::ApiError;
 use shared::delivery::{ChangePreview, CiState, PullRequestView, VersionRef};
-use shared::view::Tone;
+use shared::status::Tone;
 
 use crate::api;
 use crate::components::status::{banner, tone_chip};
@@ -202,7 +202,7 @@ fn LoadedMoveDialog(
                     let now = now();
                     let commits = p.commits.iter().map(|c| view! {
                         <li><span class="mono">{c.sha.clone()}</span>" "{c.message.clone()}
-                        <span class="muted">{format!(" {} · {}", c.author, shared::view::age_or_raw(&c.at, &now))}</span></li>
+                        <span class="muted">{format!(" {} · {}", c.author, shared::time::age_or_raw(&c.at, &now))}</span></li>
                     }).collect_view();
                     let schema_first = p.schema_first.as_ref().map(|form| {
                         format!("/create?template=apply-schema&service={}&environment={}&database={}&version={}",

@@ -1,11 +1,12 @@
-//! The dependsOn graph around one service, laid out in columns by `shared::view::dependency_layout`:
+//! The dependsOn graph around one service, laid out in columns by `shared::fleet::dependency_graph::dependency_layout`:
 //! callers on the left, what they call on the right. Nodes are links; edges an SVG underneath.
 
 use std::collections::BTreeMap;
 
 use leptos::lazy;
 use leptos::prelude::*;
-use shared::view::{Tone, dependency_layout, rollup};
+use shared::fleet::dependency_graph::dependency_layout;
+use shared::status::{Tone, rollup};
 
 use crate::components::status::glyph;
 use crate::live::LiveFleet;

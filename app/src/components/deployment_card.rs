@@ -6,15 +6,15 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use shared::ApiError;
 use shared::auth::Permission;
+use shared::fleet::cards::{
+    composed_has_problem, deployed_at, event_subject, is_crashloop, resource_has_problem,
+    secret_has_problem, step_label, step_states, workload_counts, workload_has_problem,
+};
 use shared::fleet::{
     ApplicationView, CloudResourceView, CommitView, DeploymentCard as Card, EventView, PodView,
     RolloutView, SchemaView, SecretView, SyncResponse, WorkloadView,
 };
-use shared::view::{
-    age_or_raw, composed_has_problem, deployed_at, event_subject, is_crashloop,
-    resource_has_problem, secret_has_problem, since, step_label, step_states, workload_counts,
-    workload_has_problem,
-};
+use shared::time::{age_or_raw, since};
 
 use crate::api;
 use crate::app::Session;
@@ -24,7 +24,7 @@ use crate::components::status::{
 };
 use crate::live::LiveFleet;
 use shared::delivery::PullRequestView;
-use shared::view::Tone;
+use shared::status::Tone;
 
 /// How many commits "what changed" shows before folding the rest.
 const COMMITS_SHOWN: usize = 5;

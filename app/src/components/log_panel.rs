@@ -11,8 +11,8 @@ use leptos::html::{Button, Div};
 use leptos::lazy;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
+use shared::fleet::cards::is_crashloop;
 use shared::fleet::{LOG_EVENT_NAME, PodView};
-use shared::view::is_crashloop;
 
 use crate::api::{self, LogOptions};
 

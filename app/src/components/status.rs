@@ -5,7 +5,7 @@
 use leptos::prelude::*;
 use shared::auth::Decision;
 use shared::fleet::{Health, SyncStatus};
-use shared::view::{Tone, health_tone, sync_tone};
+use shared::status::{Tone, health_tone, sync_tone};
 
 /// The glyph that goes with a tone, so colour is never the only signal.
 pub fn glyph(tone: Tone) -> &'static str {

@@ -34,8 +34,8 @@ pub struct ResourceKind {
     pub plural: String,
 }
 
-impl From<&shared::config::ResourceKindConfig> for ResourceKind {
-    fn from(config: &shared::config::ResourceKindConfig) -> Self {
+impl From<&crate::config::ResourceKindConfig> for ResourceKind {
+    fn from(config: &crate::config::ResourceKindConfig) -> Self {
         Self {
             group: config.group.clone(),
             version: config.version.clone(),

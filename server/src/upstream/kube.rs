@@ -2,17 +2,16 @@
 
 use anyhow::Context as _;
 use kube::Client;
+use secrecy::SecretString;
 
 /// A client for the cluster whose API server is at `url` (which may carry a path prefix, as the sandbox's do),
 /// authenticating with `token` when given.
-pub fn client_for_url(url: &str, token: Option<String>) -> anyhow::Result<Client> {
+pub fn client_for_url(url: &str, token: Option<SecretString>) -> anyhow::Result<Client> {
     let uri: http::Uri = url
         .parse()
         .with_context(|| format!("cluster URL {url:?}"))?;
     let mut config = kube::Config::new(uri);
-    if let Some(token) = token {
-        config.auth_info.token = Some(token.into());
-    }
+    config.auth_info.token = token;
     Client::try_from(config).context("building the Kubernetes client")
 }
 

@@ -404,7 +404,7 @@ async fn a_claim_lists_its_managed_resources_and_says_when_one_is_not_ready() {
     assert!(!instance.ready && instance.synced);
     assert_eq!(instance.message.as_deref(), Some(message));
     assert!(claim.composed[1].ready, "{:?}", claim.composed);
-    assert!(shared::view::resource_has_problem(claim));
+    assert!(shared::fleet::cards::resource_has_problem(claim));
 
     // Prod's instance of the same claim is another object.
     let prod = card_eventually(&app, "payments", "prod", two_composed).await;
@@ -557,7 +557,7 @@ async fn a_kind_a_cluster_does_not_serve_shows_nothing_rather_than_an_outage() {
     let app = TestApp::start_with(|config| {
         config
             .crossplane_composed
-            .push(shared::config::ResourceKindConfig {
+            .push(server::config::ResourceKindConfig {
                 group: "s3.aws.upbound.io".into(),
                 version: "v1beta1".into(),
                 kind: "Bucket".into(),

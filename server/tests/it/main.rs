@@ -77,7 +77,7 @@ impl TestApp {
     }
 
     /// As [`Self::start`], with the sandbox's Tower configuration changed by `adjust` first.
-    pub async fn start_with(adjust: impl FnOnce(&mut shared::config::TowerConfig)) -> Self {
+    pub async fn start_with(adjust: impl FnOnce(&mut server::config::TowerConfig)) -> Self {
         let sandbox = sandbox::Sandbox::start("127.0.0.1:0".parse().unwrap())
             .await
             .unwrap();
@@ -100,7 +100,8 @@ impl TestApp {
         std::fs::write(dir.join("assets/tower-0123456789abcdef.js.gz"), "gzip js").unwrap();
         std::fs::write(dir.join("favicon.svg"), "<svg/>").unwrap();
 
-        let mut config = sandbox.tower_config("127.0.0.1:0".parse().unwrap());
+        let mut config =
+            server::sandbox_cli::tower_config(&sandbox, "127.0.0.1:0".parse().unwrap());
         config.public_url = "http://tower.test".into();
         if let Some(github) = config.github.as_mut() {
             // The activity feed's merges show up within a test's patience.

@@ -7,11 +7,12 @@ use leptos::prelude::*;
 use leptos_router::NavigateOptions;
 use leptos_router::components::A;
 use leptos_router::hooks::{use_navigate, use_query_map};
-use shared::fleet::{ActivityItem, ActivityKind, EnvironmentCell, ServiceSummary, SourceState};
-use shared::view::{
-    OverviewFilter, StatusFilter, Tone, age_or_raw, cell_tone, environments, fleet_counts,
-    merge_activity, since, teams,
+use shared::fleet::overview::{
+    FleetCounts, OverviewFilter, StatusFilter, environments, fleet_counts, merge_activity, teams,
 };
+use shared::fleet::{ActivityItem, ActivityKind, EnvironmentCell, ServiceSummary, SourceState};
+use shared::status::{Tone, cell_tone};
+use shared::time::{age_or_raw, since};
 
 use crate::api;
 use crate::components::status::{chip, drift_chip, health_chip, sync_chip};
@@ -252,13 +253,13 @@ fn MatrixCell(
 #[component]
 fn FleetStatus() -> impl IntoView {
     let live = expect_context::<LiveFleet>();
-    let counts = move |count: fn(&shared::view::FleetCounts) -> usize| {
+    let counts = move |count: fn(&FleetCounts) -> usize| {
         live.fleet.with(|f| count(&fleet_counts(f.services())))
     };
     let tile = move |label: &'static str,
                      status: StatusFilter,
                      tone: Tone,
-                     count: fn(&shared::view::FleetCounts) -> usize| {
+                     count: fn(&FleetCounts) -> usize| {
         let href = OverviewFilter {
             status: Some(status),
             ..Default::default()

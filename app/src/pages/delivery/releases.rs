@@ -9,7 +9,9 @@ use leptos_router::hooks::{use_navigate, use_params_map, use_query_map};
 use leptos_router::{LazyRoute, lazy_route};
 use shared::auth::Permission;
 use shared::delivery::{DEV, PROD, ReleaseDetail, ReleaseRecord};
-use shared::view::{age_or_raw, encode_query_value, environments};
+use shared::fleet::overview::environments;
+use shared::time::age_or_raw;
+use shared::url::encode_query_value;
 
 use crate::api;
 use crate::app::Session;

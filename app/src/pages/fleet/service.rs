@@ -8,8 +8,9 @@ use leptos_router::components::A;
 use leptos_router::hooks::{use_params_map, use_query_map};
 use shared::ApiError;
 use shared::auth::Permission;
+use shared::fleet::cards::upsert_card;
 use shared::fleet::{DatabaseView, DeploymentCard as Card, PodView, SchemaCheckView};
-use shared::view::{encode_query_value, upsert_card};
+use shared::url::encode_query_value;
 
 use crate::api;
 use crate::app::Session;
@@ -425,7 +426,7 @@ fn LoadedDatabasesTab(
 
 #[component]
 fn DatabaseRow(db: DatabaseView, hidden_reason: Option<shared::auth::Decision>) -> impl IntoView {
-    use shared::view::Tone;
+    use shared::status::Tone;
     let applied = db.applied_version.clone().unwrap_or_else(|| "none".into());
     let code = db.code_version.clone().unwrap_or_else(|| "unknown".into());
     let any_hidden = db.checks.iter().any(|c| c.error_hidden);
@@ -463,7 +464,7 @@ fn DatabaseRow(db: DatabaseView, hidden_reason: Option<shared::auth::Decision>) 
 }
 
 fn check(check: SchemaCheckView) -> impl IntoView {
-    use shared::view::Tone;
+    use shared::status::Tone;
     let tone = match check.state.as_str() {
         "Succeeded" => Tone::Ok,
         "Running" | "Pending" => Tone::Progress,

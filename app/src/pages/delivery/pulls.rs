@@ -5,7 +5,8 @@ use leptos::prelude::*;
 use leptos_router::components::A;
 use leptos_router::{LazyRoute, lazy_route};
 use shared::delivery::{PullRequestView, PullState};
-use shared::view::{Tone, age_or_raw};
+use shared::status::Tone;
+use shared::time::age_or_raw;
 
 use crate::api;
 use crate::components::delivery::{ci_chip, ci_slug};

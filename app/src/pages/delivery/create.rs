@@ -15,7 +15,8 @@ use shared::delivery::{
     FieldError, OnboardForm, PullRequestView, Template, schema_version_of, validate_add_database,
     validate_apply_schema, validate_create_deployment, validate_onboard,
 };
-use shared::view::{encode_query_value, environments};
+use shared::fleet::overview::environments;
+use shared::url::encode_query_value;
 
 use crate::api;
 use crate::app::Session;

@@ -1,0 +1,438 @@
+//! The Overview's logic: its filters as they live in the URL, the fleet in numbers, the teams and
+//! environments to filter by, and the activity feed.
+
+use std::collections::BTreeSet;
+
+use crate::fleet::{ActivityItem, EnvironmentCell, Health, ServiceSummary, SyncStatus};
+use crate::status::{Tone, cell_tone};
+use crate::time::parse_rfc3339;
+use crate::url::encode_query_value;
+
+/// The Overview's status filter (`?status=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StatusFilter {
+    /// Anything not synced and healthy.
+    Problems,
+    /// Out of sync.
+    OutOfSync,
+    /// Degraded or missing.
+    Degraded,
+    /// Runs something other than its Release asks for.
+    Drift,
+    /// Its cluster cannot be reached.
+    Unreachable,
+    /// Synced, healthy and without drift.
+    Healthy,
+}
+
+impl StatusFilter {
+    /// Every filter, in the order the picker offers them.
+    pub const ALL: [StatusFilter; 6] = [
+        StatusFilter::Problems,
+        StatusFilter::OutOfSync,
+        StatusFilter::Degraded,
+        StatusFilter::Drift,
+        StatusFilter::Unreachable,
+        StatusFilter::Healthy,
+    ];
+
+    /// The value in the URL.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StatusFilter::Problems => "problems",
+            StatusFilter::OutOfSync => "out-of-sync",
+            StatusFilter::Degraded => "degraded",
+            StatusFilter::Drift => "drift",
+            StatusFilter::Unreachable => "unreachable",
+            StatusFilter::Healthy => "healthy",
+        }
+    }
+
+    /// Reads the URL's value; unknown values mean no filter.
+    pub fn parse(value: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|f| f.as_str() == value)
+    }
+
+    /// The words in the picker.
+    pub fn label(self) -> &'static str {
+        match self {
+            StatusFilter::Problems => "Needs attention",
+            StatusFilter::OutOfSync => "OutOfSync",
+            StatusFilter::Degraded => "Degraded or Missing",
+            StatusFilter::Drift => "Drifted",
+            StatusFilter::Unreachable => "Cluster unreachable",
+            StatusFilter::Healthy => "Synced and Healthy",
+        }
+    }
+
+    /// Whether one cell is in.
+    pub fn matches(self, cell: &EnvironmentCell) -> bool {
+        match self {
+            StatusFilter::Problems => cell_tone(cell) != Tone::Ok,
+            StatusFilter::OutOfSync => cell.sync == SyncStatus::OutOfSync,
+            StatusFilter::Degraded => matches!(cell.health, Health::Degraded | Health::Missing),
+            StatusFilter::Drift => cell.drift,
+            StatusFilter::Unreachable => cell.unreachable_since.is_some(),
+            StatusFilter::Healthy => cell_tone(cell) == Tone::Ok,
+        }
+    }
+}
+
+/// The Overview's filters, as they live in the URL (`?q=&team=&env=&status=`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OverviewFilter {
+    /// Free text over name, owner and description.
+    pub q: String,
+    /// Owner team.
+    pub team: Option<String>,
+    /// One environment: the matrix shows only its column, and the status filter looks only at it.
+    pub env: Option<String>,
+    /// Status.
+    pub status: Option<StatusFilter>,
+}
+
+impl OverviewFilter {
+    /// Reads the filters from query parameters (`get("team")` → its value); empty values mean no filter.
+    pub fn from_query(get: impl Fn(&str) -> Option<String>) -> Self {
+        let non_empty = |key: &str| get(key).filter(|v| !v.trim().is_empty());
+        Self {
+            q: get("q").unwrap_or_default(),
+            team: non_empty("team"),
+            env: non_empty("env"),
+            status: non_empty("status").and_then(|s| StatusFilter::parse(&s)),
+        }
+    }
+
+    /// The path that shows these filters: `/` alone when there are none, parameters in a fixed order.
+    pub fn to_path(&self) -> String {
+        let mut pairs: Vec<(&str, &str)> = Vec::new();
+        if !self.q.is_empty() {
+            pairs.push(("q", &self.q));
+        }
+        if let Some(team) = &self.team {
+            pairs.push(("team", team));
+        }
+        if let Some(env) = &self.env {
+            pairs.push(("env", env));
+        }
+        if let Some(status) = self.status {
+            pairs.push(("status", status.as_str()));
+        }
+        let query = pairs
+            .iter()
+            .map(|(k, v)| format!("{k}={}", encode_query_value(v)))
+            .collect::<Vec<_>>()
+            .join("&");
+        if query.is_empty() {
+            "/".to_string()
+        } else {
+            format!("/?{query}")
+        }
+    }
+
+    /// Whether any filter is set.
+    pub fn is_active(&self) -> bool {
+        !self.q.trim().is_empty()
+            || self.team.is_some()
+            || self.env.is_some()
+            || self.status.is_some()
+    }
+
+    /// The cells of `service` the matrix shows under this filter.
+    pub fn cells<'a>(
+        &'a self,
+        service: &'a ServiceSummary,
+    ) -> impl Iterator<Item = &'a EnvironmentCell> {
+        service
+            .environments
+            .iter()
+            .filter(move |cell| self.env.as_ref().is_none_or(|env| &cell.environment == env))
+    }
+
+    /// Whether `service` is shown.
+    pub fn matches(&self, service: &ServiceSummary) -> bool {
+        let needle = self.q.trim().to_lowercase();
+        let text = needle.is_empty()
+            || service.name.to_lowercase().contains(&needle)
+            || service.owner.to_lowercase().contains(&needle)
+            || service.description.to_lowercase().contains(&needle);
+        let team = self.team.as_ref().is_none_or(|team| &service.owner == team);
+        let env = self
+            .env
+            .as_ref()
+            .is_none_or(|env| service.environments.iter().any(|c| &c.environment == env));
+        let status = self
+            .status
+            .is_none_or(|status| self.cells(service).any(|cell| status.matches(cell)));
+        text && team && env && status
+    }
+
+    /// The services shown, in the order given.
+    pub fn apply<'a>(
+        &self,
+        services: impl IntoIterator<Item = &'a ServiceSummary>,
+    ) -> Vec<&'a ServiceSummary> {
+        services.into_iter().filter(|s| self.matches(s)).collect()
+    }
+}
+
+/// Owner teams, sorted, each once.
+pub fn teams<'a>(services: impl IntoIterator<Item = &'a ServiceSummary>) -> Vec<String> {
+    services
+        .into_iter()
+        .map(|s| s.owner.clone())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect()
+}
+
+/// Environments in the order the services list them (the server sends cells in environment order), each once.
+pub fn environments<'a>(services: impl IntoIterator<Item = &'a ServiceSummary>) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    for service in services {
+        for cell in &service.environments {
+            if !seen.contains(&cell.environment) {
+                seen.push(cell.environment.clone());
+            }
+        }
+    }
+    seen
+}
+
+/// The fleet in numbers, over every service × environment cell.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FleetCounts {
+    /// Services.
+    pub services: usize,
+    /// Distinct owner teams.
+    pub teams: usize,
+    /// Service × environment cells.
+    pub deployments: usize,
+    /// Synced, healthy, no drift, reachable.
+    pub healthy: usize,
+    /// Progressing or suspended.
+    pub progressing: usize,
+    /// Degraded or missing.
+    pub degraded: usize,
+    /// Out of sync.
+    pub out_of_sync: usize,
+    /// Drifted.
+    pub drifted: usize,
+    /// On a cluster that cannot be reached.
+    pub unreachable: usize,
+}
+
+/// Counts `services` and their cells.
+pub fn fleet_counts<'a>(services: impl IntoIterator<Item = &'a ServiceSummary>) -> FleetCounts {
+    let mut counts = FleetCounts::default();
+    let mut owners = BTreeSet::new();
+    for service in services {
+        counts.services += 1;
+        owners.insert(service.owner.as_str());
+        for cell in &service.environments {
+            counts.deployments += 1;
+            if cell_tone(cell) == Tone::Ok {
+                counts.healthy += 1;
+            }
+            match cell.health {
+                Health::Progressing | Health::Suspended => counts.progressing += 1,
+                Health::Degraded | Health::Missing => counts.degraded += 1,
+                Health::Healthy | Health::Unknown => {}
+            }
+            if cell.sync == SyncStatus::OutOfSync {
+                counts.out_of_sync += 1;
+            }
+            if cell.drift {
+                counts.drifted += 1;
+            }
+            if cell.unreachable_since.is_some() {
+                counts.unreachable += 1;
+            }
+        }
+    }
+    counts.teams = owners.len();
+    counts
+}
+/// The feed: items from the stream and from the last fetch, each once, newest first, at most `limit`.
+pub fn merge_activity(
+    live: &[ActivityItem],
+    fetched: &[ActivityItem],
+    limit: usize,
+) -> Vec<ActivityItem> {
+    let mut items: Vec<ActivityItem> = Vec::with_capacity(live.len() + fetched.len());
+    for item in live.iter().chain(fetched) {
+        if !items.contains(item) {
+            items.push(item.clone());
+        }
+    }
+    // Stable, so equal times keep the stream's order ahead of the fetch's.
+    items.sort_by_key(|item| std::cmp::Reverse(parse_rfc3339(&item.at).unwrap_or(i64::MIN)));
+    items.truncate(limit);
+    items
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fleet::ActivityKind;
+    use crate::fleet::fixtures::{cell, healthy, service};
+
+    fn fleet() -> Vec<ServiceSummary> {
+        let mut catalog_prod = cell("prod", SyncStatus::OutOfSync, Health::Healthy);
+        catalog_prod.drift = true;
+        vec![
+            service(
+                "catalog",
+                "shop",
+                vec![
+                    cell("dev", SyncStatus::Synced, Health::Healthy),
+                    catalog_prod,
+                ],
+            ),
+            service(
+                "payments",
+                "payments",
+                vec![healthy("dev"), healthy("prod")],
+            ),
+            service(
+                "recommendations",
+                "discovery",
+                vec![
+                    cell("dev", SyncStatus::Synced, Health::Degraded),
+                    healthy("prod"),
+                ],
+            ),
+        ]
+    }
+
+    #[test]
+    fn filters_combine_text_team_environment_and_status() {
+        let services = fleet();
+        let names = |filter: &OverviewFilter| {
+            filter
+                .apply(&services)
+                .into_iter()
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            names(&OverviewFilter::default()),
+            ["catalog", "payments", "recommendations"]
+        );
+        let by_text = OverviewFilter {
+            q: "PAY".into(),
+            ..Default::default()
+        };
+        assert_eq!(names(&by_text), ["payments"]);
+        let by_team = OverviewFilter {
+            team: Some("shop".into()),
+            ..Default::default()
+        };
+        assert_eq!(names(&by_team), ["catalog"]);
+        let problems = OverviewFilter {
+            status: Some(StatusFilter::Problems),
+            ..Default::default()
+        };
+        assert_eq!(names(&problems), ["catalog", "recommendations"]);
+        // The status filter looks only at the chosen environment.
+        let problems_in_prod = OverviewFilter {
+            env: Some("prod".into()),
+            ..problems.clone()
+        };
+        assert_eq!(names(&problems_in_prod), ["catalog"]);
+        let degraded = OverviewFilter {
+            status: Some(StatusFilter::Degraded),
+            ..Default::default()
+        };
+        assert_eq!(names(&degraded), ["recommendations"]);
+        let out_of_sync = OverviewFilter {
+            status: Some(StatusFilter::OutOfSync),
+            ..Default::default()
+        };
+        assert_eq!(names(&out_of_sync), ["catalog"]);
+        assert_eq!(
+            problems_in_prod
+                .cells(&services[0])
+                .map(|c| c.environment.as_str())
+                .collect::<Vec<_>>(),
+            ["prod"]
+        );
+    }
+
+    #[test]
+    fn filters_round_trip_through_the_url() {
+        let filter = OverviewFilter {
+            q: "pay ments&".into(),
+            team: Some("payments".into()),
+            env: Some("prod".into()),
+            status: Some(StatusFilter::OutOfSync),
+        };
+        assert_eq!(
+            filter.to_path(),
+            "/?q=pay%20ments%26&team=payments&env=prod&status=out-of-sync"
+        );
+        let query = [
+            ("q", "pay ments&"),
+            ("team", "payments"),
+            ("env", "prod"),
+            ("status", "out-of-sync"),
+        ];
+        let read = OverviewFilter::from_query(|key| {
+            query
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| v.to_string())
+        });
+        assert_eq!(read, filter);
+        assert_eq!(OverviewFilter::default().to_path(), "/");
+        let only_text = OverviewFilter {
+            q: "ledger".into(),
+            ..Default::default()
+        };
+        assert_eq!(only_text.to_path(), "/?q=ledger");
+        // Unknown or empty values mean "no filter", so an old link still opens.
+        let lenient = OverviewFilter::from_query(|key| match key {
+            "status" => Some("sparkly".into()),
+            "team" => Some(String::new()),
+            _ => None,
+        });
+        assert_eq!(lenient, OverviewFilter::default());
+        assert!(!lenient.is_active());
+    }
+
+    #[test]
+    fn counts_cover_every_cell() {
+        let counts = fleet_counts(&fleet());
+        assert_eq!(counts.services, 3);
+        assert_eq!(counts.teams, 3);
+        assert_eq!(counts.deployments, 6);
+        assert_eq!(counts.healthy, 4);
+        assert_eq!(counts.degraded, 1);
+        assert_eq!(counts.out_of_sync, 1);
+        assert_eq!(counts.drifted, 1);
+        assert_eq!(counts.unreachable, 0);
+        assert_eq!(teams(&fleet()), ["discovery", "payments", "shop"]);
+        assert_eq!(environments(&fleet()), ["dev", "prod"]);
+    }
+
+    #[test]
+    fn the_feed_is_newest_first_without_repeats() {
+        let item = |at: &str, message: &str| ActivityItem {
+            at: at.into(),
+            service: "payments".into(),
+            environment: Some("prod".into()),
+            kind: ActivityKind::Deploy,
+            message: message.into(),
+            link: None,
+        };
+        let live = [item("2024-05-01T10:50:00Z", "new")];
+        let fetched = [
+            item("2024-05-01T10:40:00Z", "old"),
+            item("2024-05-01T10:50:00Z", "new"),
+            item("2024-05-01T10:45:00Z", "middle"),
+        ];
+        let merged = merge_activity(&live, &fetched, 2);
+        let messages: Vec<_> = merged.iter().map(|i| i.message.as_str()).collect();
+        assert_eq!(messages, ["new", "middle"]);
+    }
+}
