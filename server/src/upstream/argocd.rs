@@ -6,11 +6,10 @@ use std::time::Duration;
 use secrecy::{ExposeSecret as _, SecretString};
 use serde_json::{Value, json};
 
-/// Failures talking to Argo CD. Their text goes to logs only.
-
 /// Where Argo CD's own REST API lives (not Tower's, whose paths are declared in `shared::api`).
 const ARGOCD_API: &str = "/api/v1";
 
+/// Failures talking to Argo CD. Their text goes to logs only.
 #[derive(Debug, thiserror::Error)]
 pub enum ArgoCdError {
     /// Argo CD could not be reached.
