@@ -1,176 +1,169 @@
-//! Tower's JSON API, one function per call. Every non-2xx answer becomes a typed [`ApiError`].
+//! Tower's JSON API, one function per call, each through its endpoint in [`shared::api`]: the URL, the
+//! method and the answer's type come from there. Every non-2xx answer becomes a typed [`ApiError`].
 
 use gloo_net::http::{Request, Response};
+use serde::Serialize;
 use serde::de::DeserializeOwned;
+use shared::api::{self, Endpoint};
 use shared::delivery::{
     BuildView, ChangePreview, MovePreview, PullRequestView, ReleaseDetail, ReleasePage,
     SchemaVersionView,
 };
 use shared::fleet::{
-    ActivityItem, DatabaseView, EnvironmentView, ServiceDetail, ServiceSummary, SyncResponse,
+    ActivityItem, DatabaseView, EnvironmentView, ServiceDetail, ServiceSummary, SyncRequest,
+    SyncResponse,
 };
 use shared::session::SessionInfo;
 use shared::{ApiError, ErrorCode};
+
+pub use shared::api::{LogQuery, ReleaseQuery, TemplateForm};
 
 /// `Result` of an API call.
 pub type Result<T, E = ApiError> = std::result::Result<T, E>;
 
 /// Every service of the fleet.
 pub async fn list_services() -> Result<Vec<ServiceSummary>> {
-    get_json("/api/v1/services").await
+    call::<api::ListServices>(&api::ListServices::url(), None).await
 }
 
 /// One service by name, with a deployment card per environment.
 pub async fn get_service(name: &str) -> Result<ServiceDetail> {
-    get_json(&format!("/api/v1/services/{}", encode(name))).await
+    call::<api::GetService>(&api::GetService::url(name), None).await
 }
 
 /// The databases a service is bound to, in every environment.
 pub async fn list_databases(service: &str) -> Result<Vec<DatabaseView>> {
-    get_json(&format!("/api/v1/services/{}/databases", encode(service))).await
+    call::<api::ListDatabases>(&api::ListDatabases::url(service), None).await
 }
 
 /// The environments and their clusters' connections.
 pub async fn list_environments() -> Result<Vec<EnvironmentView>> {
-    get_json("/api/v1/environments").await
+    call::<api::ListEnvironments>(&api::ListEnvironments::url(), None).await
 }
 
 /// The newest things that happened, newest first.
 pub async fn list_activity() -> Result<Vec<ActivityItem>> {
-    get_json("/api/v1/activity").await
+    call::<api::ListActivity>(&api::ListActivity::url(), None).await
 }
 
 /// Asks Argo CD to sync a service's Application in one environment (owners only; audited by the server).
 pub async fn sync(service: &str, environment: &str, force: bool) -> Result<SyncResponse> {
-    // `SyncRequest { force }` as JSON, written out: one boolean needs no serializer in the first load.
-    let body = if force {
-        r#"{"force":true}"#
-    } else {
-        r#"{"force":false}"#
-    };
-    post_json(
-        &format!(
-            "/api/v1/services/{}/environments/{}/sync",
-            encode(service),
-            encode(environment)
-        ),
-        body.into(),
+    let body = json(&SyncRequest { force })?;
+    call::<api::SyncEnvironment>(&api::SyncEnvironment::url(service, environment), Some(body)).await
+}
+
+/// What a golden path would write, without writing it: onboarding is fleet-wide, the rest per service.
+pub async fn preview_template(
+    service: Option<&str>,
+    template: &str,
+    form: &TemplateForm,
+) -> Result<ChangePreview> {
+    golden_path::<api::PreviewTemplate, api::PreviewOnboard>(
+        service.map(|s| api::PreviewTemplate::url(s, template)),
+        || api::PreviewOnboard::url(template),
+        form,
     )
     .await
 }
 
-/// Where a golden path's `preview` or `submit` lives: onboarding is fleet-wide, the rest per service.
-pub fn template_url(service: Option<&str>, template: &str, step: &str) -> String {
-    match service {
-        Some(service) => format!(
-            "/api/v1/services/{}/templates/{template}/{step}",
-            encode(service)
-        ),
-        None => format!("/api/v1/templates/{template}/{step}"),
+/// Opens (or updates) a golden path's pull request.
+pub async fn submit_template(
+    service: Option<&str>,
+    template: &str,
+    form: &TemplateForm,
+) -> Result<PullRequestView> {
+    golden_path::<api::SubmitTemplate, api::SubmitOnboard>(
+        service.map(|s| api::SubmitTemplate::url(s, template)),
+        || api::SubmitOnboard::url(template),
+        form,
+    )
+    .await
+}
+
+/// Calls a golden path's step on a service (`on_service`, the URL given) or, for onboarding, fleet-wide.
+async fn golden_path<OnService, Fleetwide>(
+    on_service: Option<String>,
+    fleetwide: impl FnOnce() -> String,
+    form: &TemplateForm,
+) -> Result<OnService::Response>
+where
+    OnService: Endpoint,
+    Fleetwide: Endpoint<Response = OnService::Response>,
+    OnService::Response: DeserializeOwned,
+{
+    let body = Some(json(form)?);
+    match on_service {
+        Some(url) => call::<OnService>(&url, body).await,
+        None => call::<Fleetwide>(&fleetwide(), body).await,
     }
-}
-
-/// What a golden path would write, without writing it.
-pub async fn preview_template(url: &str, form: String) -> Result<ChangePreview> {
-    post_json(url, form).await
-}
-
-/// Opens (or updates) a pull request: golden-path submits, Promote and Rollback.
-pub async fn open_pull(url: &str, form: String) -> Result<PullRequestView> {
-    post_json(url, form).await
 }
 
 /// The service's green builds, newest first.
 pub async fn list_builds(service: &str) -> Result<Vec<BuildView>> {
-    get_json(&format!("/api/v1/services/{}/builds", encode(service))).await
+    call::<api::ListBuilds>(&api::ListBuilds::url(service), None).await
 }
 
 /// The schema versions published from the service's migrations.
 pub async fn list_schema_versions(service: &str) -> Result<Vec<SchemaVersionView>> {
-    get_json(&format!(
-        "/api/v1/services/{}/schema-versions",
-        encode(service)
-    ))
-    .await
+    call::<api::ListSchemaVersions>(&api::ListSchemaVersions::url(service), None).await
 }
 
-/// Where Promote (`rollback == false`) or Rollback of prod lives; `/preview` is appended for its preview.
-pub fn move_url(service: &str, rollback: bool) -> String {
-    format!(
-        "/api/v1/services/{}/{}",
-        encode(service),
-        if rollback { "rollback" } else { "promote" }
-    )
-}
-
-/// What Promote or Rollback would change.
+/// What Promote (`rollback == false`) or Rollback of prod would change.
 pub async fn preview_move(service: &str, rollback: bool) -> Result<MovePreview> {
-    get_json(&format!("{}/preview", move_url(service, rollback))).await
+    if rollback {
+        call::<api::PreviewRollback>(&api::PreviewRollback::url(service), None).await
+    } else {
+        call::<api::PreviewPromote>(&api::PreviewPromote::url(service), None).await
+    }
+}
+
+/// Opens (or updates) the Promote (`rollback == false`) or Rollback pull request of prod.
+pub async fn open_move(service: &str, rollback: bool) -> Result<PullRequestView> {
+    if rollback {
+        call::<api::Rollback>(&api::Rollback::url(service), None).await
+    } else {
+        call::<api::Promote>(&api::Promote::url(service), None).await
+    }
 }
 
 /// Tower's open pull requests for one service.
 pub async fn service_pulls(service: &str) -> Result<Vec<PullRequestView>> {
-    get_json(&format!("/api/v1/services/{}/pulls", encode(service))).await
+    call::<api::ServicePulls>(&api::ServicePulls::url(service), None).await
 }
 
 /// Tower's pull requests: open, then recently merged.
 pub async fn list_pulls() -> Result<Vec<PullRequestView>> {
-    get_json("/api/v1/pulls").await
+    call::<api::ListPulls>(&api::ListPulls::url(), None).await
 }
 
-/// One page of release records; `query` is the page's own query string (`service=…&environment=…`).
-pub async fn list_releases(query: &str) -> Result<ReleasePage> {
-    get_json(&format!("/api/v1/releases?{query}")).await
+/// One page of release records.
+pub async fn list_releases(query: &ReleaseQuery) -> Result<ReleasePage> {
+    call::<api::ListReleases>(&api::ListReleases::with_query(query), None).await
 }
 
 /// One release record with its diff.
 pub async fn get_release(sha: &str) -> Result<ReleaseDetail> {
-    get_json(&format!("/api/v1/releases/{}", encode(sha))).await
+    call::<api::GetRelease>(&api::GetRelease::url(sha), None).await
 }
 
-/// Where the log stream of one container lives (`text/event-stream`, one line per `log` event).
-pub fn logs_url(service: &str, environment: &str, options: &LogOptions) -> String {
-    format!(
-        "/api/v1/services/{}/environments/{}/logs?pod={}&container={}&follow={}&previous={}&tail=200",
-        encode(service),
-        encode(environment),
-        encode(&options.pod),
-        encode(&options.container),
-        options.follow,
-        options.previous,
-    )
-}
-
-/// What the log panel streams.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct LogOptions {
-    /// The pod.
-    pub pod: String,
-    /// The container in it.
-    pub container: String,
-    /// Keep streaming new lines.
-    pub follow: bool,
-    /// The previous (crashed) instance of the container.
-    pub previous: bool,
-}
-
-fn encode(segment: &str) -> String {
-    shared::url::encode_query_value(segment)
+/// Where the log stream of one container lives (`text/event-stream`, one line per [`api::LOG_EVENT`]).
+pub fn logs_url(service: &str, environment: &str, query: &LogQuery) -> String {
+    api::Logs::with_query(service, environment, query)
 }
 
 /// Who is signed in, and the access policy.
 pub async fn get_session() -> Result<SessionInfo> {
-    get_json("/api/v1/session").await
+    call::<api::GetSession>(&api::GetSession::url(), None).await
 }
 
 /// Starts a guest session.
 pub async fn continue_as_guest() -> Result<SessionInfo> {
-    post_json("/api/v1/session/guest", "{}".into()).await
+    call::<api::ContinueAsGuest>(&api::ContinueAsGuest::url(), None).await
 }
 
 /// Ends the session.
 pub async fn sign_out() -> Result<()> {
-    let response = post("/api/v1/session/sign-out", "{}".into()).await?;
+    let response = send(api::SignOut::ROUTE.method, &api::SignOut::url(), None).await?;
     if response.ok() {
         Ok(())
     } else {
@@ -178,16 +171,39 @@ pub async fn sign_out() -> Result<()> {
     }
 }
 
-/// The header Tower's server requires on every state-changing request (its CSRF defence).
-const CSRF_HEADER: &str = "x-tower-csrf";
+/// `value` as the JSON body of a request.
+fn json(value: &impl Serialize) -> Result<String> {
+    serde_json::to_string(value).map_err(|error| {
+        ApiError::new(
+            ErrorCode::BadRequest,
+            format!("Could not encode the request ({error})."),
+        )
+    })
+}
 
-/// POSTs `body`, a JSON document.
-async fn post(path: &str, body: String) -> Result<Response> {
-    Request::post(path)
-        .header("Accept", "application/json")
-        .header("Content-Type", "application/json")
-        .header(CSRF_HEADER, "1")
-        .body(body)
+/// Calls `E` at `url` (built by `E`'s own URL function) and reads its answer as `E` declares it.
+async fn call<E>(url: &str, body: Option<String>) -> Result<E::Response>
+where
+    E: Endpoint,
+    E::Response: DeserializeOwned,
+{
+    decode(send(E::ROUTE.method, url, body).await?).await
+}
+
+/// Sends one request; every state-changing one carries the CSRF header.
+async fn send(method: api::Method, url: &str, body: Option<String>) -> Result<Response> {
+    let request = match method {
+        api::Method::Get => Request::get(url),
+        api::Method::Post => Request::post(url).header(api::CSRF_HEADER, "1"),
+    }
+    .header("Accept", "application/json");
+    let request = match body {
+        Some(body) => request
+            .header("Content-Type", "application/json")
+            .body(body),
+        None => request.build(),
+    };
+    request
         .map_err(|error| {
             ApiError::new(
                 ErrorCode::BadRequest,
@@ -199,24 +215,11 @@ async fn post(path: &str, body: String) -> Result<Response> {
         .map_err(unreachable_tower)
 }
 
-async fn post_json<T: DeserializeOwned>(path: &str, body: String) -> Result<T> {
-    decode(post(path, body).await?).await
-}
-
 fn unreachable_tower(error: gloo_net::Error) -> ApiError {
     ApiError::new(
         ErrorCode::Unavailable,
         format!("Tower could not be reached ({error})."),
     )
-}
-
-async fn get_json<T: DeserializeOwned>(path: &str) -> Result<T> {
-    let response = Request::get(path)
-        .header("Accept", "application/json")
-        .send()
-        .await
-        .map_err(unreachable_tower)?;
-    decode(response).await
 }
 
 async fn decode<T: DeserializeOwned>(response: Response) -> Result<T> {

@@ -7,13 +7,11 @@ use futures::StreamExt as _;
 use gloo_net::eventsource::futures::EventSource;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use serde::Deserialize;
 use shared::ApiError;
-use shared::fleet::{
-    ActivityItem, DeploymentCard, FLEET_EVENT_NAME, Fleet, FleetEvent, ServiceSummary, SourceStatus,
-};
+use shared::api;
+use shared::fleet::{ActivityItem, DeploymentCard, Fleet, FleetEvent, SourceStatus};
 
-use crate::api;
+use crate::api as calls;
 
 /// How many streamed activity items the browser keeps (the feed shows the newest 50 anyway).
 const ACTIVITY_KEPT: usize = 50;
@@ -96,7 +94,7 @@ impl LiveFleet {
             now: RwSignal::new(browser_now()),
         };
         spawn_local(async move {
-            match api::list_services().await {
+            match calls::list_services().await {
                 Ok(services) => {
                     // A snapshot from the stream may have landed first; it is at least as new.
                     if live.loaded.get_untracked().is_none() {
@@ -123,13 +121,13 @@ impl LiveFleet {
         live
     }
 
-    /// Applies every delta from `/api/v1/events`. The browser reconnects by itself after a drop, and the
+    /// Applies every delta from [`api::Events`]. The browser reconnects by itself after a drop, and the
     /// server starts every connection with a snapshot, so nothing is missed across a reconnect.
     fn listen(self) {
-        let Ok(mut source) = EventSource::new("/api/v1/events") else {
+        let Ok(mut source) = EventSource::new(&api::Events::url()) else {
             return;
         };
-        let Ok(mut deltas) = source.subscribe(FLEET_EVENT_NAME) else {
+        let Ok(mut deltas) = source.subscribe(api::FLEET_EVENT) else {
             return;
         };
         spawn_local(async move {
@@ -143,7 +141,7 @@ impl LiveFleet {
                         let Some(text) = event.data().as_string() else {
                             continue;
                         };
-                        let Some(delta) = decode_event(&text) else {
+                        let Some(delta) = FleetEvent::decode(&text) else {
                             continue;
                         };
                         self.apply(delta, &mut snapshots);
@@ -198,40 +196,6 @@ impl LiveFleet {
     }
 }
 
-/// Decodes a [`FleetEvent`] through one flat envelope: deriving through serde's internally tagged enum
-/// would buffer every event and compile a second deserializer for every type inside it, which costs the
-/// first load tens of kilobytes.
-fn decode_event(text: &str) -> Option<FleetEvent> {
-    #[derive(Deserialize)]
-    struct Envelope {
-        #[serde(rename = "type")]
-        kind: String,
-        services: Option<Vec<ServiceSummary>>,
-        sources: Option<Vec<SourceStatus>>,
-        service: Option<ServiceSummary>,
-        name: Option<String>,
-        card: Option<DeploymentCard>,
-        source: Option<SourceStatus>,
-        item: Option<ActivityItem>,
-    }
-    let e: Envelope = serde_json::from_str(text).ok()?;
-    Some(match e.kind.as_str() {
-        "snapshot" => FleetEvent::Snapshot {
-            services: e.services?,
-            sources: e.sources.unwrap_or_default(),
-        },
-        "service_upserted" => FleetEvent::ServiceUpserted {
-            service: e.service?,
-        },
-        "service_removed" => FleetEvent::ServiceRemoved { name: e.name? },
-        "card_updated" => FleetEvent::CardUpdated { card: e.card? },
-        "source_changed" => FleetEvent::SourceChanged { source: e.source? },
-        "activity" => FleetEvent::Activity { item: e.item? },
-        // A kind this build does not know yet: ignore it rather than fail the stream.
-        _ => return None,
-    })
-}
-
 /// Loads with `load` now and again whenever a signal it reads changes, keeping the newest answer:
 /// `None` until the first arrives. Answers to superseded loads are dropped. (A small stand-in for
 /// `LocalResource`, whose machinery costs the first load more than it gives here.)
@@ -255,4 +219,59 @@ where
         });
     });
     value.read_only()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn card(service: &str, environment: &str, version: &str) -> DeploymentCard {
+        DeploymentCard {
+            running_version: Some(version.into()),
+            ..DeploymentCard::empty(service, environment)
+        }
+    }
+
+    fn versions<'a>(updates: &'a CardUpdates, service: &'a str, after: u64) -> Vec<&'a str> {
+        updates
+            .newer_than(service, after)
+            .filter_map(|c| c.running_version.as_deref())
+            .collect()
+    }
+
+    /// Records `cards` in order and returns the stamp after the first, as a page that fetched then.
+    fn recorded(cards: &[(&str, &str, &str)]) -> (CardUpdates, u64) {
+        let mut updates = CardUpdates::default();
+        let mut fetched_at = 0;
+        for (index, (service, environment, version)) in cards.iter().enumerate() {
+            updates.record(card(service, environment, version));
+            if index == 0 {
+                fetched_at = updates.seq();
+            }
+        }
+        (updates, fetched_at)
+    }
+
+    #[test]
+    fn a_page_sees_only_the_cards_of_its_service_that_arrived_after_it_fetched() {
+        let (updates, fetched_at) = recorded(&[
+            ("payments", "dev", "aaa1111"),
+            ("ledger", "dev", "bbb2222"),
+            ("payments", "prod", "ccc3333"),
+        ]);
+        assert_eq!(versions(&updates, "payments", fetched_at), ["ccc3333"]);
+        assert_eq!(versions(&updates, "payments", 0), ["aaa1111", "ccc3333"]);
+        assert!(versions(&updates, "refunds", 0).is_empty());
+    }
+
+    #[test]
+    fn a_newer_card_for_the_same_environment_replaces_the_older() {
+        let (updates, fetched_at) = recorded(&[
+            ("payments", "dev", "aaa1111"),
+            ("payments", "dev", "ddd4444"),
+        ]);
+        assert_eq!(versions(&updates, "payments", 0), ["ddd4444"]);
+        assert_eq!(versions(&updates, "payments", fetched_at), ["ddd4444"]);
+        assert_eq!(updates.seq(), 2);
+    }
 }

@@ -14,146 +14,22 @@ pub mod pull;
 pub mod releases;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use axum::Json;
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use shared::delivery::{FieldError, PullRequestView, RenderContext};
-use shared::{ApiError, ErrorCode};
+use shared::delivery::{PullRequestView, RenderContext};
 use tokio::sync::Mutex;
 
 use self::builds::Builds;
 use self::releases::ReleaseHistory;
 use crate::upstream::github::{GithubApp, GithubError};
 
-/// Failures of a delivery request, each answered as a [`shared::ApiError`].
-#[derive(Debug, thiserror::Error)]
-pub enum DeliveryError {
-    /// A form field is invalid: 400 naming it. Nothing was written.
-    #[error(transparent)]
-    Invalid(#[from] FieldError),
-    /// The user may not do this (e.g. onboard for a team they are not in).
-    #[error("forbidden: {0}")]
-    Forbidden(String),
-    /// Something named does not exist.
-    #[error("{0} not found")]
-    NotFound(String),
-    /// The change asked for is already what main says: 409, nothing written.
-    #[error("nothing to change: {0}")]
-    NothingToChange(String),
-    /// A watch cache is still loading.
-    #[error("{0} is still syncing")]
-    Syncing(&'static str),
-    /// The forge failed before anything was written; a retry starts over.
-    #[error("the forge failed while {step}: {source}")]
-    Forge {
-        /// What Tower was doing, in words.
-        step: &'static str,
-        /// The cause (logged, never sent).
-        #[source]
-        source: Box<GithubError>,
-    },
-    /// The forge failed after the branch was pushed; a retry finds the branch and finishes the same pull
-    /// request.
-    #[error("the forge failed while {step} after pushing {branch}: {source}")]
-    Incomplete {
-        /// What Tower was doing.
-        step: &'static str,
-        /// The branch already pushed.
-        branch: String,
-        /// The cause (logged, never sent).
-        #[source]
-        source: Box<GithubError>,
-    },
-    /// Anything unexpected (logged, never sent).
-    #[error(transparent)]
-    Internal(#[from] anyhow::Error),
-}
+pub use crate::error::{Error, Result};
 
 /// A forge failure while doing `step`, before anything was written.
-pub fn forge(step: &'static str) -> impl Fn(GithubError) -> DeliveryError {
-    move |source| DeliveryError::Forge {
+pub fn forge(step: &'static str) -> impl Fn(GithubError) -> Error {
+    move |source| Error::Forge {
         step,
         source: Box::new(source),
-    }
-}
-
-/// `Result` for delivery requests.
-pub type Result<T, E = DeliveryError> = std::result::Result<T, E>;
-
-/// Ids tying a 5xx body to its log line.
-fn request_id() -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let started = jiff::Timestamp::now().as_second();
-    format!(
-        "delivery-{started:x}-{:x}",
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    )
-}
-
-impl IntoResponse for DeliveryError {
-    fn into_response(self) -> Response {
-        let logged = |body: ApiError, status: StatusCode, error: &DeliveryError| {
-            let id = request_id();
-            tracing::error!(request_id = %id, error = %error, "delivery request failed");
-            let mut body = body;
-            body.request_id = Some(id);
-            (status, body)
-        };
-        let (status, body) = match &self {
-            DeliveryError::Invalid(error) => (
-                StatusCode::BAD_REQUEST,
-                ApiError::new(ErrorCode::BadRequest, error.message.clone()).with_field(error.field),
-            ),
-            DeliveryError::Forbidden(reason) => (
-                StatusCode::FORBIDDEN,
-                ApiError::new(ErrorCode::Forbidden, reason.clone()),
-            ),
-            DeliveryError::NotFound(what) => (
-                StatusCode::NOT_FOUND,
-                ApiError::not_found(format!("{what} not found")),
-            ),
-            DeliveryError::NothingToChange(what) => (
-                StatusCode::CONFLICT,
-                ApiError::new(ErrorCode::BadRequest, format!("Nothing to change: {what}.")),
-            ),
-            DeliveryError::Syncing(what) => (
-                StatusCode::SERVICE_UNAVAILABLE,
-                ApiError::new(
-                    ErrorCode::Unavailable,
-                    format!("Tower is still loading {what}; try again in a moment."),
-                ),
-            ),
-            DeliveryError::Forge { step, .. } => logged(
-                ApiError::new(
-                    ErrorCode::Unavailable,
-                    format!(
-                        "The forge failed while {step}. Nothing was written; try again in a moment."
-                    ),
-                ),
-                StatusCode::BAD_GATEWAY,
-                &self,
-            ),
-            DeliveryError::Incomplete { step, branch, .. } => logged(
-                ApiError::new(
-                    ErrorCode::Unavailable,
-                    format!(
-                        "The change is pushed to branch {branch}, but the forge failed while {step}. \
-                         Submitting again is safe: it finishes the same pull request and opens no other."
-                    ),
-                ),
-                StatusCode::BAD_GATEWAY,
-                &self,
-            ),
-            DeliveryError::Internal(_) => logged(
-                ApiError::new(ErrorCode::Internal, "Something went wrong on Tower's side."),
-                StatusCode::INTERNAL_SERVER_ERROR,
-                &self,
-            ),
-        };
-        (status, Json(body)).into_response()
     }
 }
 

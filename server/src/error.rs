@@ -1,42 +1,172 @@
-//! The server's error boundary: every handler error becomes a [`shared::ApiError`] body. 5xx bodies never
-//! carry internal text; the cause is logged under a request id that the body repeats.
+//! The server's one error boundary: everything a request can fail with, from a handler, the permission
+//! guard or the CSRF check, becomes a [`shared::ApiError`] body here and nowhere else.
+//!
+//! 4xx bodies say what to change. 5xx bodies never carry internal text: the cause, with its whole chain, is
+//! logged under a request id that the body repeats.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use shared::delivery::FieldError;
 use shared::{ApiError, ErrorCode};
+
+use crate::upstream::github::GithubError;
 
 /// `Result` for handlers.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Everything a request handler can fail with.
+/// Everything a request can fail with.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The named thing does not exist.
+    /// Nobody is signed in and the route needs someone: 401.
+    #[error("sign-in required")]
+    Unauthenticated,
+    /// Signed in, but not allowed; the reason says who is: 403.
+    #[error("forbidden: {0}")]
+    Forbidden(String),
+    /// The named thing does not exist: 404.
     #[error("{0} not found")]
     NotFound(String),
-    /// A watch cache has not finished its first list yet.
-    #[error("{0} is still syncing")]
-    Syncing(&'static str),
-    /// An input was invalid; names the field.
-    #[error("{field}: {message}")]
-    BadRequest {
-        /// The field at fault.
-        field: &'static str,
-        /// What is wrong with it.
-        message: String,
-    },
-    /// The feature needs an upstream this installation does not configure.
+    /// The feature needs an upstream this installation does not configure: 404.
     #[error("{0} is not configured")]
     NotConfigured(&'static str),
-    /// An upstream failed; the detail goes to the log only.
-    #[error("{0} failed: {1}")]
-    Upstream(&'static str, String),
-    /// Anything unexpected; its text goes to the log only.
+    /// An input is invalid; names the field: 400. Nothing was written.
+    #[error(transparent)]
+    Invalid(#[from] FieldError),
+    /// The change asked for is already what main says, or already proposed: 409, nothing written.
+    #[error("nothing to change: {0}")]
+    Conflict(String),
+    /// Too many writes by one user in a short time: 429.
+    #[error("too many writes")]
+    TooManyRequests,
+    /// A watch cache has not finished its first list yet: 503.
+    #[error("{0} is still syncing")]
+    Syncing(&'static str),
+    /// An upstream (a cluster, Argo CD) failed: 502. The cause is logged, never sent.
+    #[error("{upstream} failed")]
+    Upstream {
+        /// Which upstream, in words ("Argo CD").
+        upstream: &'static str,
+        /// What it said.
+        #[source]
+        source: anyhow::Error,
+    },
+    /// The forge failed before anything was written; a retry starts over: 502.
+    #[error("the forge failed while {step}")]
+    Forge {
+        /// What Tower was doing, in words.
+        step: &'static str,
+        /// The cause (logged, never sent).
+        #[source]
+        source: Box<GithubError>,
+    },
+    /// The forge failed after the branch was pushed; a retry finds the branch and finishes the same pull
+    /// request: 502.
+    #[error("the forge failed while {step} after pushing {branch}")]
+    Incomplete {
+        /// What Tower was doing.
+        step: &'static str,
+        /// The branch already pushed.
+        branch: String,
+        /// The cause (logged, never sent).
+        #[source]
+        source: Box<GithubError>,
+    },
+    /// Anything unexpected: 500. Its text goes to the log only.
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
+}
+
+impl Error {
+    /// `upstream` failed with `source`, whose chain is kept for the log.
+    pub fn upstream(
+        upstream: &'static str,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Error::Upstream {
+            upstream,
+            source: anyhow::Error::new(source),
+        }
+    }
+
+    /// The status and the body the browser sees, without logging.
+    fn status_and_body(&self) -> (StatusCode, ApiError) {
+        match self {
+            Error::Unauthenticated => (
+                StatusCode::UNAUTHORIZED,
+                ApiError::new(
+                    ErrorCode::Unauthenticated,
+                    "Sign in first: continue as a guest or with GitHub.",
+                ),
+            ),
+            Error::Forbidden(reason) => (
+                StatusCode::FORBIDDEN,
+                ApiError::new(ErrorCode::Forbidden, reason.clone()),
+            ),
+            Error::NotFound(what) => (
+                StatusCode::NOT_FOUND,
+                ApiError::not_found(format!("{what} not found")),
+            ),
+            Error::NotConfigured(what) => (
+                StatusCode::NOT_FOUND,
+                ApiError::not_found(format!("{what} is not configured in this Tower.")),
+            ),
+            Error::Invalid(error) => (
+                StatusCode::BAD_REQUEST,
+                ApiError::new(ErrorCode::BadRequest, error.message.clone()).with_field(error.field),
+            ),
+            Error::Conflict(what) => (
+                StatusCode::CONFLICT,
+                ApiError::new(ErrorCode::Conflict, format!("Nothing to change: {what}.")),
+            ),
+            Error::TooManyRequests => (
+                StatusCode::TOO_MANY_REQUESTS,
+                ApiError::new(
+                    ErrorCode::TooManyRequests,
+                    "Too many changes in a short time; wait a minute and try again.",
+                ),
+            ),
+            Error::Syncing(what) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                ApiError::new(
+                    ErrorCode::Unavailable,
+                    format!("Tower is still loading {what}; try again in a moment."),
+                ),
+            ),
+            Error::Upstream { upstream, .. } => (
+                StatusCode::BAD_GATEWAY,
+                ApiError::new(
+                    ErrorCode::Unavailable,
+                    format!("{upstream} did not answer as expected; try again."),
+                ),
+            ),
+            Error::Forge { step, .. } => (
+                StatusCode::BAD_GATEWAY,
+                ApiError::new(
+                    ErrorCode::Unavailable,
+                    format!(
+                        "The forge failed while {step}. Nothing was written; try again in a moment."
+                    ),
+                ),
+            ),
+            Error::Incomplete { step, branch, .. } => (
+                StatusCode::BAD_GATEWAY,
+                ApiError::new(
+                    ErrorCode::Unavailable,
+                    format!(
+                        "The change is pushed to branch {branch}, but the forge failed while {step}. \
+                         Submitting again is safe: it finishes the same pull request and opens no other."
+                    ),
+                ),
+            ),
+            Error::Internal(_) => (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                ApiError::new(ErrorCode::Internal, "Something went wrong on Tower's side."),
+            ),
+        }
+    }
 }
 
 /// Ids that tie a 5xx body to its log line without revealing anything about the server.
@@ -52,50 +182,53 @@ fn next_request_id() -> String {
     format!("{started:x}-{:x}", COUNTER.fetch_add(1, Ordering::Relaxed))
 }
 
+/// The error and every cause below it, outermost first: what an operator needs and the browser never sees.
+fn cause_chain(error: &dyn std::error::Error) -> String {
+    let mut chain = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        chain.push_str(": ");
+        chain.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    chain
+}
+
 impl IntoResponse for Error {
     fn into_response(self) -> Response {
-        let (status, body) = match &self {
-            Error::NotFound(what) => (
-                StatusCode::NOT_FOUND,
-                ApiError::not_found(format!("{what} not found")),
-            ),
-            Error::Syncing(source) => (
-                StatusCode::SERVICE_UNAVAILABLE,
-                ApiError::new(
-                    ErrorCode::Unavailable,
-                    format!("Tower is still loading {source}; try again in a moment."),
-                ),
-            ),
-            Error::BadRequest { field, message } => (
-                StatusCode::BAD_REQUEST,
-                ApiError::new(ErrorCode::BadRequest, message.clone()).with_field(*field),
-            ),
-            Error::NotConfigured(what) => (
-                StatusCode::NOT_FOUND,
-                ApiError::new(
-                    ErrorCode::NotFound,
-                    format!("{what} is not configured in this Tower."),
-                ),
-            ),
-            Error::Upstream(what, detail) => {
-                let request_id = next_request_id();
-                tracing::error!(%request_id, upstream = what, %detail, "upstream call failed");
-                let mut body = ApiError::new(
-                    ErrorCode::Unavailable,
-                    format!("{what} did not answer as expected; try again."),
-                );
-                body.request_id = Some(request_id);
-                (StatusCode::BAD_GATEWAY, body)
-            }
-            Error::Internal(cause) => {
-                let request_id = next_request_id();
-                tracing::error!(%request_id, error = ?cause, "request failed");
-                let mut body =
-                    ApiError::new(ErrorCode::Internal, "Something went wrong on Tower's side.");
-                body.request_id = Some(request_id);
-                (StatusCode::INTERNAL_SERVER_ERROR, body)
-            }
-        };
+        let (status, mut body) = self.status_and_body();
+        if status.is_server_error() {
+            let request_id = next_request_id();
+            tracing::error!(%request_id, error = %cause_chain(&self), "request failed");
+            body.request_id = Some(request_id);
+        }
         (status, Json(body)).into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_5xx_body_carries_a_request_id_and_none_of_the_cause() {
+        let error = Error::upstream(
+            "Argo CD",
+            std::io::Error::other("token abc123 rejected by argocd-server.internal:8080"),
+        );
+        let (status, body) = error.status_and_body();
+        assert_eq!(status, StatusCode::BAD_GATEWAY);
+        assert!(!body.message.contains("abc123"));
+        assert!(cause_chain(&error).contains("token abc123 rejected"));
+        let response = error.into_response();
+        assert_eq!(response.status(), StatusCode::BAD_GATEWAY);
+    }
+
+    #[test]
+    fn nothing_to_change_is_a_conflict() {
+        let (status, body) = Error::Conflict("prod already runs abc1234".into()).status_and_body();
+        assert_eq!(status, StatusCode::CONFLICT);
+        assert_eq!(body.code, ErrorCode::Conflict);
+        assert!(body.request_id.is_none());
     }
 }

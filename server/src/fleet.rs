@@ -93,7 +93,7 @@ pub struct Stores {
 #[derive(Default, Clone)]
 struct View {
     services: BTreeMap<String, Arc<ServiceDetail>>,
-    /// `GET /api/v1/services`, serialized once per change rather than once per request.
+    /// `shared::api::ListServices`, serialized once per change rather than once per request.
     services_json: Bytes,
     /// The same, gzipped once per change: at a thousand services the list is large and sent often.
     services_json_gzip: Bytes,
@@ -161,7 +161,7 @@ impl FleetModel {
         self.read(|view| view.services.values().map(|d| d.summary.clone()).collect())
     }
 
-    /// The serialized service list, as `GET /api/v1/services` returns it.
+    /// The serialized service list, as `shared::api::ListServices` returns it.
     pub fn services_json(&self) -> Bytes {
         self.read(|view| view.services_json.clone())
     }
@@ -371,7 +371,7 @@ impl FleetModel {
 
     /// A batch at a thousand services takes milliseconds of CPU (indexing the stores, serializing and
     /// gzipping the list); on a runtime worker it would stall the requests queued behind it, which is
-    /// what the p99 of `GET /api/v1/services` is made of.
+    /// what the p99 of `shared::api::ListServices` is made of.
     async fn recompute_off_the_workers(&self, batch: BTreeSet<Dirty>) {
         let model = self.clone();
         if let Err(error) = tokio::task::spawn_blocking(move || model.recompute(&batch)).await {

@@ -60,17 +60,22 @@ impl Permission {
         Permission::Sync,
     ];
 
-    /// Whether only the owners of the service concerned (and admins) have it.
-    pub fn is_owner_only(self) -> bool {
+    /// Whether exercising it changes something (a pull request, an Argo CD sync): such requests are audited
+    /// and rate limited, and only owners have them.
+    pub fn is_write(self) -> bool {
         matches!(
             self,
-            Permission::ReadLogs
-                | Permission::ReadDatabaseErrors
-                | Permission::RunTemplates
+            Permission::RunTemplates
                 | Permission::Promote
                 | Permission::Rollback
                 | Permission::Sync
         )
+    }
+
+    /// Whether only the owners of the service concerned (and admins) have it: every write, and the reads
+    /// that may reveal a service's internals.
+    pub fn is_owner_only(self) -> bool {
+        self.is_write() || matches!(self, Permission::ReadLogs | Permission::ReadDatabaseErrors)
     }
 
     /// What it allows, as a verb phrase ("see logs").

@@ -14,6 +14,8 @@ pub enum ErrorCode {
     Forbidden,
     /// The thing asked for does not exist.
     NotFound,
+    /// Nothing to do: what was asked for is already so (already on main, already proposed).
+    Conflict,
     /// Too many writes in a short time.
     TooManyRequests,
     /// Something failed on our side or upstream; the message carries no internal detail.

@@ -185,7 +185,7 @@ pub struct SourceStatus {
 }
 
 /// Everything Tower shows about a service in one environment: the deployment card.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeploymentCard {
     /// The service.
     pub service: String,
@@ -220,6 +220,17 @@ pub struct DeploymentCard {
     /// [`EVENTS_SHOWN`].
     #[serde(default)]
     pub events: Vec<EventView>,
+}
+
+impl DeploymentCard {
+    /// The card of `service` in `environment` before anything about it is known.
+    pub fn empty(service: &str, environment: &str) -> Self {
+        Self {
+            service: service.into(),
+            environment: environment.into(),
+            ..Self::default()
+        }
+    }
 }
 
 /// How many Warning events a card carries: the newest few say what is wrong; the rest is `kubectl`'s job.
@@ -541,8 +552,43 @@ pub enum FleetEvent {
     },
 }
 
-/// The name SSE messages carrying a [`FleetEvent`] are sent under.
-pub const FLEET_EVENT_NAME: &str = "fleet";
+impl FleetEvent {
+    /// Reads one event as the server serializes it; `None` for a kind this build does not know (a newer
+    /// server), so the stream goes on rather than fails.
+    ///
+    /// It goes through one flat envelope: deriving through serde's internally tagged enum would buffer every
+    /// event and compile a second deserializer for every type inside it, which costs the browser's first
+    /// load tens of kilobytes. The tests round-trip every variant through the derived serializer.
+    pub fn decode(text: &str) -> Option<Self> {
+        #[derive(Deserialize)]
+        struct Envelope {
+            #[serde(rename = "type")]
+            kind: String,
+            services: Option<Vec<ServiceSummary>>,
+            sources: Option<Vec<SourceStatus>>,
+            service: Option<ServiceSummary>,
+            name: Option<String>,
+            card: Option<DeploymentCard>,
+            source: Option<SourceStatus>,
+            item: Option<ActivityItem>,
+        }
+        let e: Envelope = serde_json::from_str(text).ok()?;
+        Some(match e.kind.as_str() {
+            "snapshot" => FleetEvent::Snapshot {
+                services: e.services?,
+                sources: e.sources.unwrap_or_default(),
+            },
+            "service_upserted" => FleetEvent::ServiceUpserted {
+                service: e.service?,
+            },
+            "service_removed" => FleetEvent::ServiceRemoved { name: e.name? },
+            "card_updated" => FleetEvent::CardUpdated { card: e.card? },
+            "source_changed" => FleetEvent::SourceChanged { source: e.source? },
+            "activity" => FleetEvent::Activity { item: e.item? },
+            _ => return None,
+        })
+    }
+}
 
 /// The fleet as a client holds it: services by name, kept current by applying [`FleetEvent`]s.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -671,6 +717,84 @@ mod tests {
         assert!(hits("nothing").is_empty());
     }
 
+    /// One event of every kind. The match makes a new variant fail to compile here until it has a sample.
+    fn one_of_each() -> Vec<FleetEvent> {
+        let source = SourceStatus {
+            cluster: "prod".into(),
+            environment: Some("prod".into()),
+            state: SourceState::Unreachable {
+                since: "2026-01-01T00:00:00Z".into(),
+                reason: "connection refused".into(),
+            },
+        };
+        let events = vec![
+            FleetEvent::Snapshot {
+                services: vec![service("payments", "payments")],
+                sources: vec![source.clone()],
+            },
+            FleetEvent::ServiceUpserted {
+                service: service("ledger", "payments"),
+            },
+            FleetEvent::ServiceRemoved {
+                name: "refunds".into(),
+            },
+            FleetEvent::CardUpdated {
+                card: DeploymentCard {
+                    running_version: Some("abc1234".into()),
+                    ..DeploymentCard::empty("payments", "dev")
+                },
+            },
+            FleetEvent::SourceChanged { source },
+            FleetEvent::Activity {
+                item: ActivityItem {
+                    at: "2026-01-01T00:00:00Z".into(),
+                    service: "payments".into(),
+                    environment: Some("prod".into()),
+                    kind: ActivityKind::PullRequestMerged,
+                    message: "Promote payments to prod merged".into(),
+                    link: Some("https://forge.test/acme/pull/1".into()),
+                },
+            },
+        ];
+        for event in &events {
+            match event {
+                FleetEvent::Snapshot { .. }
+                | FleetEvent::ServiceUpserted { .. }
+                | FleetEvent::ServiceRemoved { .. }
+                | FleetEvent::CardUpdated { .. }
+                | FleetEvent::SourceChanged { .. }
+                | FleetEvent::Activity { .. } => {}
+            }
+        }
+        events
+    }
+
+    #[test]
+    fn every_event_the_server_sends_decodes_to_itself() {
+        let events = one_of_each();
+        let kinds: std::collections::HashSet<_> =
+            events.iter().map(std::mem::discriminant).collect();
+        assert_eq!(kinds.len(), 6, "one sample per variant");
+        for event in events {
+            let wire = serde_json::to_string(&event).unwrap_or_default();
+            assert_eq!(FleetEvent::decode(&wire), Some(event), "{wire}");
+        }
+    }
+
+    #[test]
+    fn a_snapshot_without_sources_and_an_unknown_kind_are_tolerated() {
+        assert_eq!(
+            FleetEvent::decode(r#"{"type":"snapshot","services":[]}"#),
+            Some(FleetEvent::Snapshot {
+                services: vec![],
+                sources: vec![]
+            })
+        );
+        assert_eq!(FleetEvent::decode(r#"{"type":"metrics_updated"}"#), None);
+        assert_eq!(FleetEvent::decode(r#"{"type":"service_removed"}"#), None);
+        assert_eq!(FleetEvent::decode("not json"), None);
+    }
+
     #[test]
     fn events_have_a_stable_wire_shape() {
         let json = serde_json::to_value(FleetEvent::ServiceRemoved { name: "x".into() }).ok();
@@ -744,6 +868,3 @@ pub struct SyncResponse {
     /// What Argo CD said.
     pub message: String,
 }
-
-/// The SSE event name of log lines on `GET /api/v1/services/{name}/environments/{env}/logs`.
-pub const LOG_EVENT_NAME: &str = "log";

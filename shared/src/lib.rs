@@ -3,6 +3,7 @@
 //! Everything here compiles natively and to wasm32. The platform's custom resources live behind the `crd`
 //! feature because they pull in kube, which the browser never needs.
 
+pub mod api;
 pub mod auth;
 pub mod delivery;
 pub mod error;

@@ -167,12 +167,12 @@ fn LoadedMoveDialog(
     let busy = RwSignal::new(false);
     let result: RwSignal<Option<Result<PullRequestView, ApiError>>> = RwSignal::new(None);
     let confirm = {
-        let url = api::move_url(&service, rollback);
+        let service = service.clone();
         move |_| {
-            let url = url.clone();
+            let service = service.clone();
             busy.set(true);
             spawn_local(async move {
-                let answer = api::open_pull(&url, "{}".into()).await;
+                let answer = api::open_move(&service, rollback).await;
                 if answer.is_ok() {
                     on_opened.run(());
                 }

@@ -11,10 +11,11 @@ use leptos::html::{Button, Div};
 use leptos::lazy;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
+use shared::api::LOG_EVENT;
+use shared::fleet::PodView;
 use shared::fleet::cards::is_crashloop;
-use shared::fleet::{LOG_EVENT_NAME, PodView};
 
-use crate::api::{self, LogOptions};
+use crate::api::{self, LogQuery};
 
 /// Lines kept in the panel; older ones scroll away.
 const LINES_KEPT: usize = 5_000;
@@ -102,15 +103,16 @@ fn LoadedLogPanel(
     };
     let environment_for_stream = environment.clone();
     Effect::new(move |_| {
-        let options = LogOptions {
+        let options = LogQuery {
             pod: pod.get(),
-            container: container.get(),
+            container: Some(container.get()).filter(|c| !c.is_empty()),
             follow: follow.get(),
             previous: previous.get(),
+            tail: Some(200),
         };
         stop();
         lines.set(Vec::new());
-        if options.pod.is_empty() || options.container.is_empty() {
+        if options.pod.is_empty() || options.container.is_none() {
             state.set(StreamState::Failed(
                 "No pod runs here, so there is no log to show.".into(),
             ));
@@ -214,7 +216,7 @@ async fn stream(
         ));
         return;
     };
-    let Ok(subscription) = source.subscribe(LOG_EVENT_NAME) else {
+    let Ok(subscription) = source.subscribe(LOG_EVENT) else {
         state.try_set(StreamState::Failed(
             "The browser could not open the log stream.".into(),
         ));

@@ -16,7 +16,7 @@ use shared::delivery::{
 use shared::fleet::ServiceSummary;
 
 use super::pull::Change;
-use super::{Delivery, DeliveryError, Result, forge};
+use super::{Delivery, Error, Result, forge};
 use crate::fleet::FleetModel;
 
 /// Who asks, and what Tower knows: the inputs every plan reads.
@@ -29,12 +29,12 @@ pub struct Planner<'a> {
     pub user: &'a Identity,
 }
 
-fn rendering(error: serde_saphyr::SerializeError) -> DeliveryError {
-    DeliveryError::Internal(anyhow::Error::new(error).context("rendering YAML"))
+fn rendering(error: serde_saphyr::SerializeError) -> Error {
+    Error::Internal(anyhow::Error::new(error).context("rendering YAML"))
 }
 
-fn unreadable(path: &str) -> DeliveryError {
-    DeliveryError::Internal(anyhow::anyhow!("{path} on main does not parse"))
+fn unreadable(path: &str) -> Error {
+    Error::Internal(anyhow::anyhow!("{path} on main does not parse"))
 }
 
 /// The registry images are pushed to, from an image a Release already names (`ghcr.io/acme/payments:…`).
@@ -51,7 +51,7 @@ impl Planner<'_> {
     fn service(&self, name: &str) -> Result<ServiceSummary> {
         self.fleet
             .service(name)
-            .ok_or_else(|| DeliveryError::NotFound(format!("service {name}")))
+            .ok_or_else(|| Error::NotFound(format!("service {name}")))
     }
 
     fn registry(&self) -> Option<String> {
@@ -124,7 +124,7 @@ impl Planner<'_> {
             );
         }
         if !admin && !self.user.in_team(&form.owner) {
-            return Err(DeliveryError::Forbidden(format!(
+            return Err(Error::Forbidden(format!(
                 "Members of {} can onboard services for {}.",
                 form.owner, form.owner
             )));
@@ -249,7 +249,7 @@ impl Planner<'_> {
             .iter()
             .all(|f| f.previous_content.as_deref() == Some(f.content.as_str()))
         {
-            return Err(DeliveryError::NothingToChange(format!(
+            return Err(Error::Conflict(format!(
                 "{service} in {} already runs {} with these databases",
                 form.environment, build.version
             )));
@@ -401,7 +401,7 @@ impl Planner<'_> {
             .cloned()
             .collect();
         if adds.is_empty() {
-            return Err(DeliveryError::NothingToChange(format!(
+            return Err(Error::Conflict(format!(
                 "{database} in {} already has schema {}",
                 form.environment, form.version
             )));
@@ -455,7 +455,7 @@ impl Planner<'_> {
     /// Prod's Release, or a 404 saying how to create it.
     async fn prod_release(&self, service: &str) -> Result<(Release, String)> {
         self.read_release(service, PROD).await?.ok_or_else(|| {
-            DeliveryError::NotFound(format!(
+            Error::NotFound(format!(
                 "a prod Release of {service} (use Create deployment)"
             ))
         })
@@ -484,7 +484,7 @@ impl Planner<'_> {
         let detail = self
             .fleet
             .service_detail(service)
-            .ok_or_else(|| DeliveryError::NotFound(format!("service {service}")))?;
+            .ok_or_else(|| Error::NotFound(format!("service {service}")))?;
         let dev = detail
             .cards
             .iter()
@@ -494,12 +494,10 @@ impl Planner<'_> {
                     .clone()
                     .or_else(|| c.release.as_ref().map(|r| r.version.clone()))
             })
-            .ok_or_else(|| {
-                DeliveryError::NotFound(format!("a version of {service} running in dev"))
-            })?;
+            .ok_or_else(|| Error::NotFound(format!("a version of {service} running in dev")))?;
         let (prod, text) = self.prod_release(service).await?;
         if prod.spec.version == dev {
-            return Err(DeliveryError::NothingToChange(format!(
+            return Err(Error::Conflict(format!(
                 "prod already runs {dev}, as dev does"
             )));
         }
@@ -613,9 +611,7 @@ impl Planner<'_> {
                 .into_iter()
                 .find(|v| *v != prod.spec.version)
                 .ok_or_else(|| {
-                    DeliveryError::NotFound(format!(
-                        "a version of {service} that ran in prod before"
-                    ))
+                    Error::NotFound(format!("a version of {service} that ran in prod before"))
                 })?,
         };
         let moved = pin_release(&prod, &previous);

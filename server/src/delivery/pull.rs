@@ -23,7 +23,7 @@ use shared::delivery::{
     parse_branch, roll_up_checks,
 };
 
-use super::{Delivery, DeliveryError, Result, forge};
+use super::{Delivery, Error, Result, forge};
 use crate::upstream::github::Pull;
 
 /// A change ready to be proposed.
@@ -63,7 +63,7 @@ pub async fn submit(
 ) -> Result<PullRequestView> {
     // Rendering only produces platform/ paths; this is the last line of defence if that ever changes.
     if let Some(file) = change.files.iter().find(|f| !is_writable_path(&f.path)) {
-        return Err(DeliveryError::Internal(anyhow::anyhow!(
+        return Err(Error::Internal(anyhow::anyhow!(
             "refusing to write {} outside platform/",
             file.path
         )));
@@ -76,9 +76,7 @@ pub async fn submit(
         )));
     }
     if change.files.is_empty() {
-        return Err(DeliveryError::NothingToChange(
-            "the change has no files".into(),
-        ));
+        return Err(Error::Conflict("the change has no files".into()));
     }
     let github = delivery.github();
     let repo = delivery.repository();
@@ -88,7 +86,7 @@ pub async fn submit(
         .branch_sha(&repo, BASE_BRANCH)
         .await
         .map_err(forge("reading main"))?
-        .ok_or_else(|| DeliveryError::Internal(anyhow::anyhow!("{repo} has no {BASE_BRANCH}")))?;
+        .ok_or_else(|| Error::Internal(anyhow::anyhow!("{repo} has no {BASE_BRANCH}")))?;
     let main_commit = github
         .git_commit(&repo, &main)
         .await
@@ -103,7 +101,7 @@ pub async fn submit(
         .await
         .map_err(forge("writing the files"))?;
     if tree == main_commit.tree.sha {
-        return Err(DeliveryError::NothingToChange(format!(
+        return Err(Error::Conflict(format!(
             "{BASE_BRANCH} already has exactly these files"
         )));
     }
@@ -147,7 +145,7 @@ pub async fn submit(
     // From here on the branch exists: a failure says so, and a retry picks up from it.
     let incomplete = |step: &'static str| {
         let branch = branch.clone();
-        move |source| DeliveryError::Incomplete {
+        move |source| Error::Incomplete {
             step,
             branch: branch.clone(),
             source: Box::new(source),

@@ -16,7 +16,7 @@ use shared::delivery::{
 };
 use tokio::sync::Mutex;
 
-use super::{DeliveryError, Result, forge};
+use super::{Error, Result, forge};
 use crate::upstream::github::{CommitSummary, GithubApp};
 
 /// How long main's commit is trusted before asking again.
@@ -105,9 +105,7 @@ impl ReleaseHistory {
             .branch_sha(&self.repository, BASE_BRANCH)
             .await
             .map_err(forge("reading main"))?
-            .ok_or_else(|| {
-                DeliveryError::NotFound(format!("{BASE_BRANCH} of {}", self.repository))
-            })?;
+            .ok_or_else(|| Error::NotFound(format!("{BASE_BRANCH} of {}", self.repository)))?;
         caches.head = Some((Instant::now(), head.clone()));
         Ok(head)
     }
@@ -285,7 +283,7 @@ impl ReleaseHistory {
         let commit = match self.github.commit(&self.repository, sha).await {
             Ok(commit) => commit,
             Err(error) if matches!(error.status(), Some(404 | 422)) => {
-                return Err(DeliveryError::NotFound(format!("commit {sha}")));
+                return Err(Error::NotFound(format!("commit {sha}")));
             }
             Err(error) => return Err(forge("reading the commit")(error)),
         };

@@ -1,8 +1,6 @@
 //! Delivery: the golden paths' previews and submits, Promote and Rollback, green builds, published schema
 //! versions, release records and Tower's pull requests. Every write is a pull request.
 
-use std::time::Duration;
-
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
@@ -10,7 +8,12 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use shared::auth::{Identity, Permission};
+use shared::api::{
+    GetRelease, ListBuilds, ListPulls, ListReleases, ListSchemaVersions, PreviewOnboard,
+    PreviewPromote, PreviewRollback, PreviewTemplate, Promote, ReleaseQuery, Rollback,
+    ServicePulls, SubmitOnboard, SubmitTemplate,
+};
+use shared::auth::Identity;
 use shared::delivery::{
     AddDatabaseForm, ApplySchemaForm, BuildView, ChangePreview, CreateDeploymentForm, FieldError,
     MovePreview, OnboardForm, PROD, PullRequestView, PullState, ReleaseDetail, ReleasePage,
@@ -20,104 +23,38 @@ use shared::delivery::{
 use crate::auth::CurrentUser;
 use crate::delivery::plans::Planner;
 use crate::delivery::pull::{Change, submit};
-use crate::delivery::{Delivery, DeliveryError, Result};
-use crate::routes::{Access, ApiRoutes};
+use crate::delivery::{Delivery, Error, Result};
+use crate::routes::{ApiRoutes, READY_WAIT, ready};
 use crate::state::AppState;
-
-/// How long a request waits for a cold cache before answering 503.
-const READY_WAIT: Duration = Duration::from_secs(10);
 
 /// Delivery's routes.
 pub fn routes(api: ApiRoutes) -> ApiRoutes {
-    api.post(
-        "/templates/{template}/preview",
-        Access::Fleet(Permission::RunTemplates),
-        preview_onboard,
-    )
-    .post(
-        "/templates/{template}/submit",
-        Access::Fleet(Permission::RunTemplates),
-        submit_onboard,
-    )
-    .post(
-        "/services/{name}/templates/{template}/preview",
-        Access::Service(Permission::RunTemplates),
-        preview_template,
-    )
-    .post(
-        "/services/{name}/templates/{template}/submit",
-        Access::Service(Permission::RunTemplates),
-        submit_template,
-    )
-    .get(
-        "/services/{name}/builds",
-        Access::Service(Permission::ReadReleases),
-        list_builds,
-    )
-    .get(
-        "/services/{name}/schema-versions",
-        Access::Service(Permission::ReadReleases),
-        list_schema_versions,
-    )
-    .get(
-        "/services/{name}/promote/preview",
-        Access::Service(Permission::Promote),
-        preview_promote,
-    )
-    .post(
-        "/services/{name}/promote",
-        Access::Service(Permission::Promote),
-        promote,
-    )
-    .get(
-        "/services/{name}/rollback/preview",
-        Access::Service(Permission::Rollback),
-        preview_rollback,
-    )
-    .post(
-        "/services/{name}/rollback",
-        Access::Service(Permission::Rollback),
-        rollback,
-    )
-    .get(
-        "/services/{name}/pulls",
-        Access::Service(Permission::ReadPullRequests),
-        service_pulls,
-    )
-    .get(
-        "/pulls",
-        Access::Fleet(Permission::ReadPullRequests),
-        list_pulls,
-    )
-    .get(
-        "/releases",
-        Access::Fleet(Permission::ReadReleases),
-        list_releases,
-    )
-    .get(
-        "/releases/{sha}",
-        Access::Fleet(Permission::ReadReleases),
-        get_release,
-    )
+    api.serve::<PreviewOnboard, _, _>(preview_onboard)
+        .serve::<SubmitOnboard, _, _>(submit_onboard)
+        .serve::<PreviewTemplate, _, _>(preview_template)
+        .serve::<SubmitTemplate, _, _>(submit_template)
+        .serve::<ListBuilds, _, _>(list_builds)
+        .serve::<ListSchemaVersions, _, _>(list_schema_versions)
+        .serve::<PreviewPromote, _, _>(preview_move::<false>)
+        .serve::<Promote, _, _>(open_move::<false>)
+        .serve::<PreviewRollback, _, _>(preview_move::<true>)
+        .serve::<Rollback, _, _>(open_move::<true>)
+        .serve::<ServicePulls, _, _>(service_pulls)
+        .serve::<ListPulls, _, _>(list_pulls)
+        .serve::<ListReleases, _, _>(list_releases)
+        .serve::<GetRelease, _, _>(get_release)
 }
 
 fn delivery(state: &AppState) -> Result<&Delivery> {
-    state.delivery.as_ref().ok_or_else(|| {
-        DeliveryError::NotFound("delivery (this Tower has no GitHub App configured)".into())
-    })
-}
-
-async fn ready(state: &AppState) -> Result<()> {
-    if state.fleet.wait_until_ready(READY_WAIT).await {
-        Ok(())
-    } else {
-        Err(DeliveryError::Syncing("services"))
-    }
+    state
+        .delivery
+        .as_ref()
+        .ok_or(Error::NotConfigured("Delivery (a GitHub App)"))
 }
 
 fn signed_in(user: Option<Identity>) -> Result<Identity> {
     // The guard lets nobody anonymous this far; say so plainly if that ever changes.
-    user.ok_or_else(|| DeliveryError::Forbidden("Sign in first.".into()))
+    user.ok_or(Error::Unauthenticated)
 }
 
 /// Every form field has a default, so a body missing fields parses and validation names the first one
@@ -138,17 +75,19 @@ fn form<T: DeserializeOwned>(body: &Bytes) -> Result<T> {
 }
 
 fn template(slug: &str) -> Result<Template> {
-    Template::from_slug(slug).ok_or_else(|| DeliveryError::NotFound(format!("template {slug}")))
+    Template::from_slug(slug).ok_or_else(|| Error::NotFound(format!("template {slug}")))
 }
 
-/// A created pull request answers 201; an open one of the same intent that was reused answers 200.
-fn proposed(view: PullRequestView) -> Response {
+/// Proposes `change` as `user`'s pull request: 201 when created, 200 when an open one of the same intent
+/// was reused.
+async fn propose(state: &AppState, change: &Change, user: &Identity) -> Result<Response> {
+    let view = submit(delivery(state)?, change, &user.login).await?;
     let status = if view.reused {
         StatusCode::OK
     } else {
         StatusCode::CREATED
     };
-    (status, Json(view)).into_response()
+    Ok((status, Json(view)).into_response())
 }
 
 async fn onboard_change(
@@ -158,7 +97,7 @@ async fn onboard_change(
     body: &Bytes,
 ) -> Result<Change> {
     if template(slug)? != Template::OnboardService {
-        return Err(DeliveryError::NotFound(format!(
+        return Err(Error::NotFound(format!(
             "template {slug} outside a service (use /services/{{name}}/templates/{slug})"
         )));
     }
@@ -191,9 +130,7 @@ async fn submit_onboard(
 ) -> Result<Response> {
     let user = signed_in(user)?;
     let change = onboard_change(&state, &user, &slug, &body).await?;
-    Ok(proposed(
-        submit(delivery(&state)?, &change, &user.login).await?,
-    ))
+    propose(&state, &change, &user).await
 }
 
 #[derive(Deserialize)]
@@ -216,7 +153,7 @@ async fn service_change(
         user,
     };
     match template(slug)? {
-        Template::OnboardService => Err(DeliveryError::NotFound(
+        Template::OnboardService => Err(Error::NotFound(
             "template onboard-service for an existing service (use /templates/onboard-service)"
                 .into(),
         )),
@@ -260,9 +197,7 @@ async fn submit_template(
 ) -> Result<Response> {
     let user = signed_in(user)?;
     let change = service_change(&state, &user, &name, &template, &body).await?;
-    Ok(proposed(
-        submit(delivery(&state)?, &change, &user.login).await?,
-    ))
+    propose(&state, &change, &user).await
 }
 
 /// Green builds, newest first, from the PipelineRun watch cache.
@@ -272,7 +207,7 @@ async fn list_builds(
 ) -> Result<Json<Vec<BuildView>>> {
     let delivery = delivery(&state)?;
     if !delivery.builds().wait_until_ready(READY_WAIT).await {
-        return Err(DeliveryError::Syncing("pipeline runs"));
+        return Err(Error::Syncing("pipeline runs"));
     }
     Ok(Json(delivery.builds().green(&name)))
 }
@@ -305,11 +240,11 @@ async fn list_schema_versions(
     ))
 }
 
-async fn move_change(
+/// What Promote (`ROLLBACK == false`) or Rollback of prod would change, and the change itself.
+async fn move_change<const ROLLBACK: bool>(
     state: &AppState,
     user: &Identity,
     name: &str,
-    rollback: bool,
 ) -> Result<(Change, MovePreview)> {
     ready(state).await?;
     let planner = Planner {
@@ -317,53 +252,32 @@ async fn move_change(
         fleet: &state.fleet,
         user,
     };
-    if rollback {
+    if ROLLBACK {
         planner.rollback(name).await
     } else {
         planner.promote(name).await
     }
 }
 
-async fn preview_promote(
+/// The preview of Promote or Rollback.
+async fn preview_move<const ROLLBACK: bool>(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
     Path(name): Path<String>,
 ) -> Result<Json<MovePreview>> {
     let user = signed_in(user)?;
-    Ok(Json(move_change(&state, &user, &name, false).await?.1))
+    Ok(Json(move_change::<ROLLBACK>(&state, &user, &name).await?.1))
 }
 
-async fn promote(
+/// Opens (or reuses) the pull request of Promote or Rollback.
+async fn open_move<const ROLLBACK: bool>(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
     Path(name): Path<String>,
 ) -> Result<Response> {
     let user = signed_in(user)?;
-    let (change, _) = move_change(&state, &user, &name, false).await?;
-    Ok(proposed(
-        submit(delivery(&state)?, &change, &user.login).await?,
-    ))
-}
-
-async fn preview_rollback(
-    State(state): State<AppState>,
-    CurrentUser(user): CurrentUser,
-    Path(name): Path<String>,
-) -> Result<Json<MovePreview>> {
-    let user = signed_in(user)?;
-    Ok(Json(move_change(&state, &user, &name, true).await?.1))
-}
-
-async fn rollback(
-    State(state): State<AppState>,
-    CurrentUser(user): CurrentUser,
-    Path(name): Path<String>,
-) -> Result<Response> {
-    let user = signed_in(user)?;
-    let (change, _) = move_change(&state, &user, &name, true).await?;
-    Ok(proposed(
-        submit(delivery(&state)?, &change, &user.login).await?,
-    ))
+    let (change, _) = move_change::<ROLLBACK>(&state, &user, &name).await?;
+    propose(&state, &change, &user).await
 }
 
 /// Tower's open pull requests for this service (each card shows those for its environment).
@@ -383,13 +297,6 @@ async fn service_pulls(
 /// The PRs tab: Tower's open pull requests with checks and mergeability, then the recently merged.
 async fn list_pulls(State(state): State<AppState>) -> Result<Json<Vec<PullRequestView>>> {
     Ok(Json(delivery(&state)?.pulls().await?))
-}
-
-#[derive(Deserialize)]
-struct ReleaseQuery {
-    service: Option<String>,
-    environment: Option<String>,
-    cursor: Option<String>,
 }
 
 /// Release records of one service in one environment (prod unless named), 20 per page, newest first.

@@ -1,8 +1,7 @@
-//! The fleet: `/api/v1/services…`, `/api/v1/environments`, `/api/v1/activity`, the event stream
-//! `/api/v1/events`, an owner's Sync, and an owner's live pod logs.
+//! The fleet: services, environments, activity, the event stream, an owner's Sync, and an owner's live
+//! pod logs (the endpoints `shared::api` declares from `ListServices` to `Events`).
 
 use std::convert::Infallible;
-use std::time::Duration;
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
@@ -14,67 +13,34 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::LogParams;
 use serde::Deserialize;
+use shared::api::{
+    Events, FLEET_EVENT, GetService, LOG_EVENT, ListActivity, ListDatabases, ListEnvironments,
+    ListServices, LogQuery, Logs, SyncEnvironment,
+};
 use shared::auth::Permission;
+use shared::delivery::FieldError;
 use shared::fleet::{
-    ActivityItem, DatabaseView, EnvironmentView, FLEET_EVENT_NAME, FleetEvent, LOG_EVENT_NAME,
-    ServiceDetail, SyncRequest, SyncResponse,
+    ActivityItem, DatabaseView, EnvironmentView, FleetEvent, ServiceDetail, SyncRequest,
+    SyncResponse,
 };
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::auth::CurrentUser;
 use crate::error::{Error, Result};
-use crate::routes::{Access, ApiRoutes};
+use crate::routes::{ApiRoutes, READY_WAIT, ready};
 use crate::state::AppState;
-
-/// How long a request waits for the first picture of a cold fleet before answering 503.
-const READY_WAIT: Duration = Duration::from_secs(10);
+use crate::upstream::argocd::ArgoCdError;
 
 /// The fleet's routes.
 pub fn routes(api: ApiRoutes) -> ApiRoutes {
-    api.get(
-        "/services",
-        Access::Fleet(Permission::ReadCatalog),
-        list_services,
-    )
-    .get(
-        "/services/{name}",
-        Access::Service(Permission::ReadFleet),
-        get_service,
-    )
-    .get(
-        "/services/{name}/databases",
-        Access::Service(Permission::ReadFleet),
-        list_databases,
-    )
-    .post(
-        "/services/{name}/environments/{env}/sync",
-        Access::Service(Permission::Sync),
-        sync,
-    )
-    .get(
-        "/services/{name}/environments/{env}/logs",
-        Access::Service(Permission::ReadLogs),
-        logs,
-    )
-    .get(
-        "/environments",
-        Access::Fleet(Permission::ReadFleet),
-        list_environments,
-    )
-    .get(
-        "/activity",
-        Access::Fleet(Permission::ReadFleet),
-        list_activity,
-    )
-    .get("/events", Access::Fleet(Permission::ReadCatalog), events)
-}
-
-async fn ready(state: &AppState) -> Result<()> {
-    if state.fleet.wait_until_ready(READY_WAIT).await {
-        Ok(())
-    } else {
-        Err(Error::Syncing("services"))
-    }
+    api.serve::<ListServices, _, _>(list_services)
+        .serve::<GetService, _, _>(get_service)
+        .serve::<ListDatabases, _, _>(list_databases)
+        .serve::<SyncEnvironment, _, _>(sync)
+        .serve::<Logs, _, _>(logs)
+        .serve::<ListEnvironments, _, _>(list_environments)
+        .serve::<ListActivity, _, _>(list_activity)
+        .serve::<Events, _, _>(events)
 }
 
 /// Served from the list the model serialized (and gzipped) when it last changed: no work per request.
@@ -184,23 +150,17 @@ async fn sync(
     let message = argocd
         .sync(&application.name, request.force)
         .await
-        .map_err(|error| Error::Upstream("Argo CD", error.to_string()))?;
+        .map_err(|error| match error {
+            ArgoCdError::OperationInProgress => {
+                Error::Conflict(format!("Argo CD is already syncing {}", application.name))
+            }
+            error => Error::upstream("Argo CD", error),
+        })?;
     tracing::info!(target: "audit", user = %login, action = "sync", target = %application.name, force = request.force, "sync requested");
     Ok(Json(SyncResponse {
         application: application.name,
         message,
     }))
-}
-
-#[derive(Deserialize)]
-struct LogQuery {
-    pod: String,
-    container: Option<String>,
-    #[serde(default)]
-    follow: bool,
-    #[serde(default)]
-    previous: bool,
-    tail: Option<i64>,
 }
 
 /// Streams one pod's log as SSE. Only pods of this service in this environment can be read.
@@ -218,17 +178,20 @@ async fn logs(
         .pods
         .iter()
         .find(|p| p.name == query.pod)
-        .ok_or_else(|| Error::BadRequest {
-            field: "pod",
-            message: format!("{} is not a pod of {name} in {env}", query.pod),
+        .ok_or_else(|| {
+            FieldError::new(
+                "pod",
+                format!("{} is not a pod of {name} in {env}", query.pod),
+            )
         })?;
     if let Some(container) = &query.container
         && !pod.containers.contains(container)
     {
-        return Err(Error::BadRequest {
-            field: "container",
-            message: format!("{} has no container {container}", pod.name),
-        });
+        return Err(FieldError::new(
+            "container",
+            format!("{} has no container {container}", pod.name),
+        )
+        .into());
     }
     let client = state
         .workload_clients
@@ -251,12 +214,12 @@ async fn logs(
     let lines = pods
         .log_stream(&pod.name, &params)
         .await
-        .map_err(|error| Error::Upstream("the cluster", error.to_string()))?
+        .map_err(|error| Error::upstream("the cluster", error))?
         .lines();
     let stream = lines
         .take_while(|line| std::future::ready(line.is_ok()))
         .filter_map(|line| std::future::ready(line.ok()))
-        .map(|line| Ok(Event::default().event(LOG_EVENT_NAME).data(line)));
+        .map(|line| Ok(Event::default().event(LOG_EVENT).data(line)));
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }
 
@@ -285,5 +248,5 @@ async fn events(
 fn fleet_event(delta: &FleetEvent) -> Event {
     // Serializing our own types cannot fail; an empty object is a harmless fallback all the same.
     let data = serde_json::to_string(delta).unwrap_or_else(|_| "{}".into());
-    Event::default().event(FLEET_EVENT_NAME).data(data)
+    Event::default().event(FLEET_EVENT).data(data)
 }

@@ -1,4 +1,4 @@
-//! Signing in and out: `/api/v1/session…` for the app, `/auth/github/…` for the browser's OAuth redirects.
+//! Signing in and out: `shared::api::GetSession` and its siblings for the app, `/auth/github/…` for the browser's OAuth redirects.
 
 use axum::Json;
 use axum::Router;
@@ -9,20 +9,21 @@ use axum::routing::get;
 use axum_extra::extract::PrivateCookieJar;
 use axum_extra::extract::cookie::Cookie;
 use serde::Deserialize;
+use shared::api::{ContinueAsGuest, GetSession, SignOut};
 use shared::auth::Identity;
 use shared::session::SessionInfo;
-use shared::{ApiError, ErrorCode};
 
 use crate::auth::{CurrentUser, OAUTH_STATE_COOKIE, SESSION_COOKIE, random_token};
-use crate::routes::{Access, ApiRoutes};
+use crate::error::Error;
+use crate::routes::ApiRoutes;
 use crate::sinks;
 use crate::state::AppState;
 
 /// The session routes.
 pub fn routes(api: ApiRoutes) -> ApiRoutes {
-    api.get("/session", Access::Public, session)
-        .post("/session/guest", Access::Public, continue_as_guest)
-        .post("/session/sign-out", Access::Public, sign_out)
+    api.serve::<GetSession, _, _>(session)
+        .serve::<ContinueAsGuest, _, _>(continue_as_guest)
+        .serve::<SignOut, _, _>(sign_out)
 }
 
 /// The browser-facing OAuth redirects (not JSON, so outside `/api`).
@@ -73,6 +74,9 @@ struct StartQuery {
     return_to: Option<String>,
 }
 
+/// What the sign-in redirects answer when this Tower has no OAuth app.
+const NOT_CONFIGURED: Error = Error::NotConfigured("GitHub sign-in");
+
 fn callback_url(state: &AppState) -> String {
     format!("{}/auth/github/callback", state.auth.public_origin)
 }
@@ -81,14 +85,9 @@ async fn github_start(
     State(state): State<AppState>,
     jar: PrivateCookieJar,
     Query(query): Query<StartQuery>,
-) -> Response {
-    let Some(github) = &state.auth.github else {
-        return not_configured();
-    };
-    let token = match random_token() {
-        Ok(token) => token,
-        Err(error) => return error.into_response(),
-    };
+) -> Result<Response, Error> {
+    let github = state.auth.github.as_ref().ok_or(NOT_CONFIGURED)?;
+    let token = random_token()?;
     let return_to = sinks::return_path(&state.auth.public_origin, query.return_to.as_deref());
     let cookie = state.auth.cookie(
         OAUTH_STATE_COOKIE,
@@ -96,7 +95,7 @@ async fn github_start(
         Some(std::time::Duration::from_secs(600)),
     );
     let location = github.authorize_redirect(&callback_url(&state), &token);
-    (jar.add(cookie), sinks::see_other_elsewhere(&location)).into_response()
+    Ok((jar.add(cookie), sinks::see_other_elsewhere(&location)).into_response())
 }
 
 #[derive(Deserialize)]
@@ -112,7 +111,7 @@ async fn github_callback(
     Query(query): Query<CallbackQuery>,
 ) -> Response {
     let Some(github) = &state.auth.github else {
-        return not_configured();
+        return NOT_CONFIGURED.into_response();
     };
     let expected = jar.get(OAUTH_STATE_COOKIE).map(|c| c.value().to_string());
     let jar = jar.remove(Cookie::build(OAUTH_STATE_COOKIE).path("/"));
@@ -157,15 +156,4 @@ fn sign_in_failed(jar: PrivateCookieJar, message: &str) -> Response {
         crate::upstream::github_oauth::urlencode(message)
     );
     (jar, sinks::see_other(&location)).into_response()
-}
-
-fn not_configured() -> Response {
-    (
-        StatusCode::NOT_FOUND,
-        Json(ApiError::new(
-            ErrorCode::NotFound,
-            "GitHub sign-in is not configured.",
-        )),
-    )
-        .into_response()
 }

@@ -6,12 +6,19 @@ use std::time::Duration;
 use secrecy::{ExposeSecret as _, SecretString};
 use serde_json::{Value, json};
 
+/// Where Argo CD's own REST API lives (not Tower's, whose paths are declared in `shared::api`), as path
+/// segments for [`crate::sinks::upstream_url`].
+const ARGOCD_API: [&str; 2] = ["api", "v1"];
+
 /// Failures talking to Argo CD. Their text goes to logs only.
 #[derive(Debug, thiserror::Error)]
 pub enum ArgoCdError {
     /// Argo CD could not be reached.
     #[error("Argo CD request failed: {0}")]
     Http(#[from] reqwest::Error),
+    /// A sync or another operation is already running on the Application (gRPC `FailedPrecondition`).
+    #[error("Argo CD is already running an operation on the application")]
+    OperationInProgress,
     /// Argo CD refused (`{"error","code","message"}`).
     #[error("Argo CD refused ({status}): {message}")]
     Refused {
@@ -68,7 +75,9 @@ impl ArgoCd {
             .http
             .post(crate::sinks::upstream_url(
                 &self.url,
-                ["api", "v1", "applications", application, "sync"],
+                ARGOCD_API
+                    .into_iter()
+                    .chain(["applications", application, "sync"]),
             )?)
             .bearer_auth(self.token.expose_secret())
             .json(&body)
@@ -76,6 +85,13 @@ impl ArgoCd {
             .await?;
         let status = response.status();
         let answer: Value = response.json().await.unwrap_or(Value::Null);
+        // gRPC's FailedPrecondition, which Argo CD answers while an operation runs.
+        const FAILED_PRECONDITION: u64 = 9;
+        if !status.is_success()
+            && answer.get("code").and_then(Value::as_u64) == Some(FAILED_PRECONDITION)
+        {
+            return Err(ArgoCdError::OperationInProgress);
+        }
         if !status.is_success() {
             return Err(ArgoCdError::Refused {
                 status: status.as_u16(),

@@ -1,77 +1,218 @@
-//! Sign-in, the route × role matrix, CSRF, security headers.
+//! Sign-in, the route × role table, CSRF, security headers.
+
+use std::collections::BTreeSet;
 
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
 use axum::routing::get;
-use server::routes::{Access, api, router_with_api};
-use shared::auth::Decision;
+use serde_json::{Value, json};
+use server::routes::{api, router_with_api};
+use shared::api::{self as contract, Endpoint, LogQuery, ReleaseQuery, Route};
 use tower::ServiceExt as _;
 
 use crate::{Role, TestApp, body_text};
 
-/// The service every service-scoped route is called on; the `payments` team owns it.
-const SERVICE: &str = "payments";
+/// One row of the route × role table: a request with real values for every placeholder, and the exact
+/// status each role gets, in the order of [`Role::ALL`]: anonymous, guest, a member of another team, an
+/// owner of `payments`, an admin.
+struct Row {
+    route: Route,
+    url: String,
+    body: Value,
+    expected: [u16; 5],
+}
+
+fn row<E: Endpoint>(url: String, body: Value, expected: [u16; 5]) -> Row {
+    Row {
+        route: E::ROUTE,
+        url,
+        body,
+        expected,
+    }
+}
+
+/// Everyone, signed in or not.
+const PUBLIC: [u16; 5] = [200, 200, 200, 200, 200];
+/// Anyone signed in, guests included.
+const READ: [u16; 5] = [401, 200, 200, 200, 200];
+/// Owners of `payments` and admins only.
+const OWNERS: [u16; 5] = [401, 403, 403, 200, 200];
+/// A pull request: the owner opens it (201), the admin's identical request reuses it (200).
+const OPENS: [u16; 5] = [401, 403, 403, 201, 200];
+
+/// The specification of who may call what, written out rather than derived from `Policy`, so a change
+/// to the policy or to a route's declared permission shows up here as a failing cell.
+fn table(pod: &str, container: &str, sha: &str) -> Vec<Row> {
+    let logs = LogQuery {
+        pod: pod.into(),
+        container: Some(container.into()),
+        follow: false,
+        previous: false,
+        tail: Some(5),
+    };
+    let releases = ReleaseQuery {
+        service: Some("payments".into()),
+        environment: Some("prod".into()),
+        cursor: None,
+    };
+    let onboard = json!({
+        "name": "invoices",
+        "owner": "payments",
+        "description": "Sends invoices.",
+        "template": "go-service",
+        "template_version": "1.4.0",
+        "auto_deploy": true,
+    });
+    let database = json!({"environment": "dev", "name": "payments-cache", "size": "small"});
+    let none = Value::Null;
+    use contract::*;
+    vec![
+        row::<GetSession>(GetSession::url(), none.clone(), PUBLIC),
+        row::<ContinueAsGuest>(ContinueAsGuest::url(), none.clone(), PUBLIC),
+        row::<SignOut>(SignOut::url(), none.clone(), [204; 5]),
+        row::<ListServices>(ListServices::url(), none.clone(), READ),
+        row::<GetService>(GetService::url("payments"), none.clone(), READ),
+        // Those who may browse learn that a service does not exist; strangers learn nothing.
+        row::<GetService>(
+            GetService::url("no-such-service"),
+            none.clone(),
+            [401, 404, 404, 404, 404],
+        ),
+        row::<ListDatabases>(ListDatabases::url("payments"), none.clone(), READ),
+        // The owner's sync is still running when the admin asks for another.
+        row::<SyncEnvironment>(
+            SyncEnvironment::url("payments", "dev"),
+            json!({"force": false}),
+            [401, 403, 403, 200, 409],
+        ),
+        row::<Logs>(
+            Logs::with_query("payments", "dev", &logs),
+            none.clone(),
+            OWNERS,
+        ),
+        row::<ListEnvironments>(ListEnvironments::url(), none.clone(), READ),
+        row::<ListActivity>(ListActivity::url(), none.clone(), READ),
+        row::<Events>(Events::url(), none.clone(), READ),
+        // Onboarding is for one's own team: a member of another team is refused by the plan, not the guard.
+        row::<PreviewOnboard>(
+            PreviewOnboard::url("onboard-service"),
+            onboard.clone(),
+            [401, 403, 403, 200, 200],
+        ),
+        row::<SubmitOnboard>(SubmitOnboard::url("onboard-service"), onboard, OPENS),
+        row::<PreviewTemplate>(
+            PreviewTemplate::url("payments", "add-database"),
+            database.clone(),
+            OWNERS,
+        ),
+        row::<SubmitTemplate>(
+            SubmitTemplate::url("payments", "add-database"),
+            database,
+            OPENS,
+        ),
+        // prod already runs schema 0003: nothing to change.
+        row::<PreviewTemplate>(
+            PreviewTemplate::url("payments", "apply-schema"),
+            json!({"environment": "prod", "version": "0003"}),
+            [401, 403, 403, 409, 409],
+        ),
+        row::<ListBuilds>(ListBuilds::url("payments"), none.clone(), READ),
+        row::<ListSchemaVersions>(ListSchemaVersions::url("payments"), none.clone(), READ),
+        row::<PreviewPromote>(PreviewPromote::url("payments"), none.clone(), OWNERS),
+        row::<Promote>(Promote::url("payments"), none.clone(), OPENS),
+        row::<PreviewRollback>(PreviewRollback::url("payments"), none.clone(), OWNERS),
+        row::<Rollback>(Rollback::url("payments"), none.clone(), OPENS),
+        row::<ServicePulls>(ServicePulls::url("payments"), none.clone(), READ),
+        row::<ListPulls>(ListPulls::url(), none.clone(), READ),
+        row::<ListReleases>(ListReleases::with_query(&releases), none.clone(), READ),
+        row::<GetRelease>(GetRelease::url(sha), none, READ),
+    ]
+}
+
+/// A row's JSON body; none for `null`.
+fn body(value: &Value) -> String {
+    if value.is_null() {
+        String::new()
+    } else {
+        value.to_string()
+    }
+}
 
 #[tokio::test]
-async fn every_route_allows_and_denies_exactly_as_the_policy_says_for_every_role() {
+async fn every_route_answers_each_role_exactly_as_the_table_says() {
     let app = TestApp::start().await;
-    let specs = api(&app.state).specs().to_vec();
-    assert!(specs.len() >= 6, "the API has its routes");
-    let mut unexpected = Vec::new();
-    let (mut allows, mut denials) = (0, 0);
-    for spec in &specs {
-        let path = spec.path.replace("{name}", SERVICE);
-        for role in Role::ALL {
-            let identity = role.identity();
-            let expected = match spec.access {
-                Access::Public => Decision::Allow,
-                Access::Fleet(p) => app.state.auth.policy.decide(identity.as_ref(), p, None),
-                Access::Service(p) => {
-                    app.state
-                        .auth
-                        .policy
-                        .decide(identity.as_ref(), p, Some("payments"))
-                }
+    let card = app
+        .fleet
+        .service_detail("payments")
+        .and_then(|d| d.cards.into_iter().find(|c| c.environment == "dev"))
+        .expect("payments runs in dev");
+    let pod = card.pods.first().expect("payments has a pod in dev");
+    let container = pod.containers.first().expect("the pod has a container");
+    let (status, page) = app
+        .get_json(&contract::ListReleases::with_query(&ReleaseQuery {
+            service: Some("payments".into()),
+            environment: Some("prod".into()),
+            cursor: None,
+        }))
+        .await;
+    assert_eq!(status, 200, "{page}");
+    let sha = page["records"][0]["sha"]
+        .as_str()
+        .expect("payments has a release record")
+        .to_string();
+    let rows = table(&pod.name, container, &sha);
+
+    // Every route served has a row, and every row is a route served: the table cannot fall behind.
+    let served: BTreeSet<Route> = api(&app.state).routes().iter().copied().collect();
+    let declared: BTreeSet<Route> = contract::ROUTES.iter().copied().collect();
+    assert_eq!(served, declared, "the server serves exactly the contract");
+    let covered: BTreeSet<Route> = rows.iter().map(|r| r.route).collect();
+    let missing: Vec<_> = served.difference(&covered).map(|r| r.name).collect();
+    assert!(missing.is_empty(), "routes without a row: {missing:?}");
+
+    let mut wrong = Vec::new();
+    let mut cells = 0;
+    for row in &rows {
+        assert!(!row.url.contains('{'), "{}: {}", row.route.name, row.url);
+        for (role, expected) in Role::ALL.iter().zip(row.expected) {
+            let method = match row.route.method {
+                contract::Method::Get => Method::GET,
+                contract::Method::Post => Method::POST,
             };
-            let response = app.send_as(&role, spec.method.clone(), &path).await;
-            let status = response.status();
-            let denied = status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN;
-            if expected.allowed() {
-                allows += 1;
-            } else {
-                denials += 1;
-            }
-            let wanted = match expected {
-                Decision::Allow => !denied,
-                Decision::SignInRequired => status == StatusCode::UNAUTHORIZED,
-                Decision::Deny { .. } => status == StatusCode::FORBIDDEN,
-            };
-            if !wanted {
-                unexpected.push(format!(
-                    "{} {path} as {role:?}: expected {expected:?}, got {status}",
-                    spec.method
+            let response = app
+                .send_with(role, method.clone(), &row.url, body(&row.body))
+                .await;
+            cells += 1;
+            let status = response.status().as_u16();
+            if status != expected {
+                let body = body_text(response).await;
+                wrong.push(format!(
+                    "{method} {} as {role:?}: expected {expected}, got {status}: {body}",
+                    row.url
                 ));
+                continue;
             }
-            if denied {
-                let body: serde_json::Value =
-                    serde_json::from_str(&body_text(response).await).unwrap();
+            if status >= 400 {
+                let body: Value = serde_json::from_str(&body_text(response).await).unwrap();
                 assert!(
                     body["message"].as_str().is_some_and(|m| !m.is_empty()),
-                    "a denial says why"
+                    "{method} {} as {role:?}: an error says why",
+                    row.url
                 );
             }
         }
     }
     println!(
-        "route × role matrix: {} routes × {} roles, {allows} allowed, {denials} denied, {} unexpected",
-        specs.len(),
+        "route × role table: {} routes, {} rows × {} roles = {cells} cells, {} wrong",
+        served.len(),
+        rows.len(),
         Role::ALL.len(),
-        unexpected.len()
+        wrong.len()
     );
     assert!(
-        unexpected.is_empty(),
-        "unexpected decisions:\n{}",
-        unexpected.join("\n")
+        wrong.is_empty(),
+        "unexpected answers:\n{}",
+        wrong.join("\n")
     );
 }
 
@@ -226,15 +367,7 @@ fn no_route_is_registered_around_the_permission_declaring_builder() {
     let allowed = [
         (
             "routes.rs",
-            "self.router = self.router.route(path, guarded);",
-        ),
-        (
-            "routes.rs",
-            "self.route(Method::GET, path, access, axum::routing::get(handler))",
-        ),
-        (
-            "routes.rs",
-            "self.route(Method::POST, path, access, axum::routing::post(handler))",
+            "self.router = self.router.route(route.relative_path(), guarded);",
         ),
         ("routes.rs", ".route(\"/healthz\", get(healthz))"),
         (
@@ -274,7 +407,7 @@ fn no_route_is_registered_around_the_permission_declaring_builder() {
     }
     assert!(
         offenders.is_empty(),
-        "routes registered without a declared permission (use ApiRoutes::get/post):\n{}",
+        "routes registered without a declared permission (use ApiRoutes::serve):\n{}",
         offenders.join("\n")
     );
 }
@@ -310,4 +443,49 @@ async fn previews_are_not_throttled_but_writes_are() {
     }
     let body = throttled.expect("the burst was limited");
     assert!(body.contains("too_many_requests"), "{body}");
+}
+
+/// The app writes its query strings by hand (no URL-encoding serializer in the browser's build); the
+/// server's parser must read back exactly what was meant.
+#[test]
+fn the_query_strings_the_app_writes_read_back_on_the_server() {
+    use axum::extract::Query;
+    // Every field set, with characters a query string must escape.
+    let logs = LogQuery {
+        tail: Some(7),
+        previous: true,
+        follow: true,
+        container: Some("app/ä".into()),
+        pod: "payments-7d9f 1&x=y".into(),
+    };
+    let uri: axum::http::Uri = contract::Logs::with_query("payments", "dev", &logs)
+        .parse()
+        .unwrap();
+    let Query(back) = Query::<LogQuery>::try_from_uri(&uri).unwrap();
+    assert_eq!(back, logs);
+    let bare = LogQuery {
+        pod: "p".into(),
+        ..LogQuery::default()
+    };
+    let uri: axum::http::Uri = contract::Logs::with_query("payments", "dev", &bare)
+        .parse()
+        .unwrap();
+    assert_eq!(Query::<LogQuery>::try_from_uri(&uri).unwrap().0, bare);
+
+    for releases in [
+        ReleaseQuery::default(),
+        ReleaseQuery {
+            service: Some("payments".into()),
+            environment: Some("prod".into()),
+            cursor: Some("3f2a9c1".into()),
+        },
+    ] {
+        let uri: axum::http::Uri = contract::ListReleases::with_query(&releases)
+            .parse()
+            .unwrap();
+        assert_eq!(
+            Query::<ReleaseQuery>::try_from_uri(&uri).unwrap().0,
+            releases
+        );
+    }
 }

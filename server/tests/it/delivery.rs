@@ -13,7 +13,8 @@ use serde_json::{Value, json};
 use server::delivery::builds::Builds;
 use server::delivery::pull::{Change, submit};
 use server::delivery::releases::ReleaseHistory;
-use server::delivery::{Delivery, DeliveryConfig, DeliveryError};
+use server::delivery::{Delivery, DeliveryConfig};
+use server::error::Error;
 use server::upstream::github::{AppClaims, GithubApp};
 use shared::crd::{Component, Database, DatabaseSchema, Release};
 use shared::delivery::{Intent, PullRequestView, RenderedFile};
@@ -1180,10 +1181,7 @@ async fn a_forge_failure_after_the_push_is_finished_by_the_retry_without_an_orph
     let error = submit(&delivery, &promote_change(), "ada")
         .await
         .unwrap_err();
-    assert!(
-        matches!(error, DeliveryError::Incomplete { .. }),
-        "{error:?}"
-    );
+    assert!(matches!(error, Error::Incomplete { .. }), "{error:?}");
     let response = error.into_response();
     assert_eq!(response.status(), StatusCode::BAD_GATEWAY);
     let body: Value =

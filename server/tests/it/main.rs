@@ -136,6 +136,17 @@ impl TestApp {
 
     /// Sends `method path` as `who` (with the CSRF header on writes) and returns the response.
     pub async fn send_as(&self, who: &Role, method: Method, path: &str) -> Response<Body> {
+        self.send_with(who, method, path, "{}".into()).await
+    }
+
+    /// As [`Self::send_as`], with `body` (JSON) on writes.
+    pub async fn send_with(
+        &self,
+        who: &Role,
+        method: Method,
+        path: &str,
+        body: String,
+    ) -> Response<Body> {
         let mut request = Request::builder().method(method.clone()).uri(path);
         if let Some(identity) = who.identity() {
             request = request.header("cookie", self.session_cookie(identity));
@@ -147,7 +158,7 @@ impl TestApp {
         }
         self.router
             .clone()
-            .oneshot(request.body(Body::from("{}")).unwrap())
+            .oneshot(request.body(Body::from(body)).unwrap())
             .await
             .unwrap()
     }

@@ -262,9 +262,9 @@ fn value(values: &Values, name: &str) -> String {
 }
 
 /// The request body of `template` from the form's values, checked exactly as the server checks it.
-fn body(template: Template, v: &Values, envs: &[String]) -> Result<String, FieldError> {
+fn body(template: Template, v: &Values, envs: &[String]) -> Result<api::TemplateForm, FieldError> {
     let g = |name| value(v, name);
-    let json = match template {
+    Ok(match template {
         Template::OnboardService => {
             let form = OnboardForm {
                 name: g("name"),
@@ -276,7 +276,7 @@ fn body(template: Template, v: &Values, envs: &[String]) -> Result<String, Field
                 build: None,
             };
             validate_onboard(&form)?;
-            serde_json::to_string(&form)
+            api::TemplateForm::Onboard(form)
         }
         Template::CreateDeployment => {
             let form = CreateDeploymentForm {
@@ -290,7 +290,7 @@ fn body(template: Template, v: &Values, envs: &[String]) -> Result<String, Field
                     .collect(),
             };
             validate_create_deployment(&form, envs)?;
-            serde_json::to_string(&form)
+            api::TemplateForm::CreateDeployment(form)
         }
         Template::AddDatabase => {
             let form = AddDatabaseForm {
@@ -299,7 +299,7 @@ fn body(template: Template, v: &Values, envs: &[String]) -> Result<String, Field
                 size: g("size"),
             };
             validate_add_database(&form, envs)?;
-            serde_json::to_string(&form)
+            api::TemplateForm::AddDatabase(form)
         }
         Template::ApplySchema => {
             let form = ApplySchemaForm {
@@ -308,10 +308,9 @@ fn body(template: Template, v: &Values, envs: &[String]) -> Result<String, Field
                 version: g("version"),
             };
             validate_apply_schema(&form, envs)?;
-            serde_json::to_string(&form)
+            api::TemplateForm::ApplySchema(form)
         }
-    };
-    json.map_err(|error| FieldError::new("body", error.to_string()))
+    })
 }
 
 /// One golden path's form: fields, client-side checks, Preview, then Submit.
@@ -401,8 +400,8 @@ fn TemplateForm(template: Template, service: Option<String>) -> impl IntoView {
     let opened: RwSignal<Option<PullRequestView>> = RwSignal::new(None);
     let busy = RwSignal::new(false);
     let run = Callback::new(move |submit: bool| {
-        let json = match values.with_untracked(|v| envs.with_untracked(|e| body(template, v, e))) {
-            Ok(json) => json,
+        let form = match values.with_untracked(|v| envs.with_untracked(|e| body(template, v, e))) {
+            Ok(form) => form,
             Err(error) => {
                 field_error.set(Some((error.field.to_string(), error.message)));
                 return;
@@ -411,21 +410,18 @@ fn TemplateForm(template: Template, service: Option<String>) -> impl IntoView {
         field_error.set(None);
         failure.set(None);
         busy.set(true);
-        let url = api::template_url(
-            service
-                .as_deref()
-                .filter(|_| template != Template::OnboardService),
-            template.slug(),
-            if submit { "submit" } else { "preview" },
-        );
+        let service = service
+            .clone()
+            .filter(|_| template != Template::OnboardService);
         spawn_local(async move {
+            let service = service.as_deref();
             let error = if submit {
-                api::open_pull(&url, json)
+                api::submit_template(service, template.slug(), &form)
                     .await
                     .map(|pr| opened.set(Some(pr)))
                     .err()
             } else {
-                api::preview_template(&url, json)
+                api::preview_template(service, template.slug(), &form)
                     .await
                     .map(|p| preview.set(Some(p)))
                     .err()
@@ -580,5 +576,91 @@ fn TemplateForm(template: Template, service: Option<String>) -> impl IntoView {
         {move || failure.get().map(|error| view! { <p class="error-inline" role="alert" data-testid="form-error">{error.to_string()}</p> })}
         {move || opened.get().map(|pr| pull_outcome(&pr))}
         {move || preview.with(|p| p.as_ref().map(change_view))}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn values(pairs: &[(&'static str, &str)]) -> Values {
+        pairs.iter().map(|(k, v)| (*k, (*v).to_string())).collect()
+    }
+
+    fn envs() -> Vec<String> {
+        vec!["dev".into(), "prod".into()]
+    }
+
+    #[test]
+    fn a_create_deployment_body_trims_values_and_splits_the_databases() {
+        let form = body(
+            Template::CreateDeployment,
+            &values(&[
+                ("environment", " dev "),
+                ("build", "3f2a9c1"),
+                ("databases", "payments, ,payments-cache"),
+            ]),
+            &envs(),
+        );
+        let Ok(form) = form else {
+            panic!("a valid form is accepted: {form:?}");
+        };
+        assert_eq!(
+            serde_json::to_value(&form).ok(),
+            Some(serde_json::json!({
+                "environment": "dev",
+                "build": "3f2a9c1",
+                "databases": ["payments", "payments-cache"],
+            }))
+        );
+    }
+
+    #[test]
+    fn an_onboard_body_reads_the_checkbox_and_sends_no_build() {
+        let form = body(
+            Template::OnboardService,
+            &values(&[
+                ("name", "invoices"),
+                ("owner", "payments"),
+                ("description", "Sends invoices."),
+                ("template", "go-service"),
+                ("template_version", "1.4.0"),
+                ("auto_deploy", "true"),
+            ]),
+            &envs(),
+        );
+        let json = form.ok().and_then(|f| serde_json::to_value(f).ok());
+        assert_eq!(
+            json.as_ref()
+                .map(|j| (j["auto_deploy"].clone(), j["build"].clone())),
+            Some((serde_json::json!(true), serde_json::Value::Null))
+        );
+    }
+
+    #[test]
+    fn a_body_the_server_would_refuse_names_the_field_before_anything_is_sent() {
+        let refused = |template, pairs: &[(&'static str, &str)]| {
+            body(template, &values(pairs), &envs()).map_err(|e| e.field)
+        };
+        assert_eq!(
+            refused(
+                Template::AddDatabase,
+                &[("environment", "dev"), ("name", "cache"), ("size", "huge")]
+            ),
+            Err("size")
+        );
+        assert_eq!(
+            refused(
+                Template::ApplySchema,
+                &[
+                    ("environment", "staging"),
+                    ("database", "payments"),
+                    ("version", "0004")
+                ]
+            ),
+            Err("environment")
+        );
+        // A missing field is an empty one, and says which.
+        assert_eq!(refused(Template::OnboardService, &[]), Err("name"));
     }
 }

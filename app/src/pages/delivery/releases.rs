@@ -20,17 +20,17 @@ use crate::components::status::permission_reason;
 use crate::live::{LiveFleet, fetched};
 use crate::pages::show_error;
 
+/// The query of the Releases page's URL, which is also the query of the API call the page makes.
 fn query_string(service: &str, environment: &str, cursor: Option<&str>) -> String {
-    let mut q = format!(
-        "service={}&environment={}",
-        encode_query_value(service),
-        encode_query_value(environment)
-    );
-    if let Some(cursor) = cursor {
-        q.push_str("&cursor=");
-        q.push_str(&encode_query_value(cursor));
+    release_query(service, environment, cursor).to_query()
+}
+
+fn release_query(service: &str, environment: &str, cursor: Option<&str>) -> api::ReleaseQuery {
+    api::ReleaseQuery {
+        service: Some(service.to_string()),
+        environment: Some(environment.to_string()),
+        cursor: cursor.map(str::to_string),
     }
-    q
 }
 
 /// `/releases`, fetched as its own wasm module on the first visit.
@@ -85,7 +85,7 @@ pub fn ReleasesPage() -> impl IntoView {
     let page = fetched(move || {
         let q = service
             .get()
-            .map(|s| query_string(&s, &environment.get(), cursor.get().as_deref()));
+            .map(|s| release_query(&s, &environment.get(), cursor.get().as_deref()));
         async move {
             match q {
                 Some(q) => Some(api::list_releases(&q).await),
