@@ -17,7 +17,7 @@ use crate::fleet::{
     SyncRequest, SyncResponse,
 };
 use crate::session::SessionInfo;
-use crate::view::encode_query_value;
+use crate::url::encode_query_value;
 
 /// Where the API lives: every route's path starts with it.
 pub const PREFIX: &str = "/api/v1";

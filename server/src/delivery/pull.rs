@@ -70,7 +70,7 @@ pub async fn submit(
     }
     // Branches come from the intent's labels, which the forms validated; checked again where they meet git.
     if !is_tower_branch(&change.intent.branch()) {
-        return Err(DeliveryError::Internal(anyhow::anyhow!(
+        return Err(Error::Internal(anyhow::anyhow!(
             "refusing to push branch {:?}",
             change.intent.branch()
         )));

@@ -11,7 +11,6 @@ use shared::auth::Permission;
 use shared::delivery::{DEV, PROD, ReleaseDetail, ReleaseRecord};
 use shared::fleet::overview::environments;
 use shared::time::age_or_raw;
-use shared::url::encode_query_value;
 
 use crate::api;
 use crate::app::Session;
