@@ -22,12 +22,6 @@ pub enum Permission {
     ReadReleases,
     /// Tower's pull requests and their checks.
     ReadPullRequests,
-    /// Pipeline runs and their task graphs.
-    ReadPipelines,
-    /// Pipeline task logs.
-    ReadPipelineLogs,
-    /// The fixed metric queries.
-    ReadMetrics,
     /// Pod logs (owner-only).
     ReadLogs,
     /// A failed migration's database error text (owner-only).
@@ -44,14 +38,11 @@ pub enum Permission {
 
 impl Permission {
     /// Every permission, for exhaustive tests and the UI's explanations.
-    pub const ALL: [Permission; 13] = [
+    pub const ALL: [Permission; 10] = [
         Permission::ReadCatalog,
         Permission::ReadFleet,
         Permission::ReadReleases,
         Permission::ReadPullRequests,
-        Permission::ReadPipelines,
-        Permission::ReadPipelineLogs,
-        Permission::ReadMetrics,
         Permission::ReadLogs,
         Permission::ReadDatabaseErrors,
         Permission::RunTemplates,
@@ -85,9 +76,6 @@ impl Permission {
             Permission::ReadFleet => "see deployments",
             Permission::ReadReleases => "see releases",
             Permission::ReadPullRequests => "see pull requests",
-            Permission::ReadPipelines => "see pipelines",
-            Permission::ReadPipelineLogs => "see pipeline logs",
-            Permission::ReadMetrics => "see metrics",
             Permission::ReadLogs => "see logs",
             Permission::ReadDatabaseErrors => "see database errors",
             Permission::RunTemplates => "run templates",
@@ -104,8 +92,6 @@ impl Permission {
             Permission::ReadFleet,
             Permission::ReadReleases,
             Permission::ReadPullRequests,
-            Permission::ReadPipelines,
-            Permission::ReadMetrics,
         ]
         .into()
     }
@@ -283,7 +269,7 @@ mod tests {
             .filter(|p| policy.decide(Some(&guest), *p, Some("payments")).allowed())
             .collect();
         assert_eq!(allowed, Permission::default_guest_allowlist());
-        assert!(!allowed.contains(&Permission::ReadPipelineLogs));
+        assert!(!allowed.contains(&Permission::ReadDatabaseErrors));
         assert!(!allowed.contains(&Permission::ReadLogs));
     }
 
@@ -295,12 +281,12 @@ mod tests {
         let guest = Identity::guest();
         assert!(
             !policy
-                .decide(Some(&guest), Permission::ReadMetrics, None)
+                .decide(Some(&guest), Permission::ReadReleases, None)
                 .allowed()
         );
         assert!(
             policy
-                .decide(Some(&member(&[])), Permission::ReadMetrics, None)
+                .decide(Some(&member(&[])), Permission::ReadReleases, None)
                 .allowed()
         );
     }

@@ -50,7 +50,7 @@ pub fn SignIn() -> impl IntoView {
             <button type="button" class="primary" data-testid="continue-as-guest" on:click=move |_| { guest.dispatch(()); }>
                 "Continue as guest"
             </button>
-            <p class="muted">"Guests browse read-only: services, deployments, releases, pull requests, pipelines and metrics."</p>
+            <p class="muted">"Guests browse read-only: services, deployments, releases and pull requests."</p>
             {move || info().filter(|i| i.github).map(|i| view! {
                 <a class="button" href=github_href rel="external" data-testid="sign-in-github">
                     {if i.sandbox { "Sign in with the sandbox forge (demo identities)" } else { "Sign in with GitHub" }}
