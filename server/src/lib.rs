@@ -9,5 +9,6 @@ pub mod fleet;
 pub mod routes;
 pub mod sandbox_cli;
 pub mod serve;
+pub mod shutdown;
 pub mod state;
 pub mod upstream;
