@@ -36,6 +36,9 @@ export default defineConfig({
     url: `http://127.0.0.1:${towerPort}/healthz`,
     reuseExistingServer: false,
     timeout: 60_000,
+    // SIGTERM, not Playwright's default SIGKILL: Tower then stops its sandbox's Prometheus and removes its
+    // temporary folders, which `cargo xtask test` checks.
+    gracefulShutdown: { signal: 'SIGTERM', timeout: 20_000 },
     stdout: 'ignore',
     stderr: 'pipe',
   },

@@ -18,6 +18,8 @@ pub mod scale;
 /// The platform's controllers, moving the world on: release and schema operators, Argo CD, Argo Rollouts,
 /// Tekton, External Secrets and Crossplane, on a real-time or manual clock.
 pub mod simulator;
+/// The one place child processes start, and the run's temporary root: nothing outlives the sandbox.
+pub mod supervisor;
 pub mod world;
 
 use std::collections::BTreeMap;
@@ -91,6 +93,9 @@ pub struct Sandbox {
     simulator: Option<simulator::Simulator>,
     /// Runs the real-time simulator; dropping it stops the loop.
     _simulation: Option<simulator::Running>,
+    /// Owns the children (Prometheus) and the temporary root holding the repositories and their data.
+    /// Last, so it drops after everything that uses them.
+    supervisor: supervisor::Supervisor,
 }
 
 impl Sandbox {
@@ -101,7 +106,11 @@ impl Sandbox {
 
     /// Starts a sandbox as `options` say.
     pub async fn start_with(options: Options) -> anyhow::Result<Self> {
-        let repositories = git::Repositories::build().context("building the git repositories")?;
+        let supervisor = supervisor::Supervisor::new()?;
+        let repositories = git::Repositories::builder()
+            .root(supervisor.folder("git")?)
+            .build()
+            .context("building the git repositories")?;
         let clusters = Clusters::new(&CLUSTERS, platform_types());
         let clock = match options.simulate {
             Simulate::Manual => simulator::Clock::manual(simulator::MANUAL_EPOCH),
@@ -134,9 +143,14 @@ impl Sandbox {
         let argocd = argocd::ArgoCd::new(management, destinations, ARGOCD_TOKEN);
         let metrics = if options.metrics {
             Some(
-                metrics::Metrics::start(options.seed, jiff::Timestamp::now(), &world::SERVICES)
-                    .await
-                    .context("starting metrics")?,
+                metrics::Metrics::start(
+                    options.seed,
+                    jiff::Timestamp::now(),
+                    &world::SERVICES,
+                    &supervisor,
+                )
+                .await
+                .context("starting metrics")?,
             )
         } else {
             None
@@ -187,6 +201,7 @@ impl Sandbox {
             metrics,
             simulator,
             _simulation: simulation,
+            supervisor,
         })
     }
 
@@ -223,6 +238,11 @@ impl Sandbox {
     /// The simulator, when the sandbox runs one (tests drive its manual clock and push commits).
     pub fn simulator(&self) -> Option<&simulator::Simulator> {
         self.simulator.as_ref()
+    }
+
+    /// The temporary root holding everything this sandbox wrote; removed when it drops.
+    pub fn temp_root(&self) -> &std::path::Path {
+        self.supervisor.root()
     }
 
     /// The Prometheus API base (Mimir's path), when metrics run.

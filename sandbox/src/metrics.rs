@@ -23,6 +23,7 @@ use axum::Router;
 pub use prometheus::PrometheusServer;
 pub use series::{Generator, Series};
 
+use crate::supervisor::Supervisor;
 use crate::world::ServicePlan;
 
 /// How much history is backfilled, and at what resolution.
@@ -85,21 +86,26 @@ impl<B> Drop for Running<B> {
 }
 
 impl Metrics {
-    /// Starts a real Prometheus when `prometheus` and `promtool` are on `PATH`, else the fallback;
-    /// six hours of history at 30-second steps.
+    /// Starts a real Prometheus under `supervisor` when `prometheus` and `promtool` are on `PATH`, else the
+    /// fallback; six hours of history at 30-second steps.
     pub async fn start(
         seed: u64,
         now: jiff::Timestamp,
         services: &[ServicePlan],
+        supervisor: &Supervisor,
     ) -> anyhow::Result<Self> {
-        Self::start_with(Options::new(seed, now), services).await
+        Self::start_with(Options::new(seed, now), services, supervisor).await
     }
 
     /// [`Metrics::start`] with explicit history options. A Prometheus that fails to start is logged
     /// and replaced by the fallback, so the sandbox always has metrics.
-    pub async fn start_with(options: Options, services: &[ServicePlan]) -> anyhow::Result<Self> {
+    pub async fn start_with(
+        options: Options,
+        services: &[ServicePlan],
+        supervisor: &Supervisor,
+    ) -> anyhow::Result<Self> {
         if Self::prometheus_installed() {
-            match Self::prometheus(options.clone(), services).await {
+            match Self::prometheus(options.clone(), services, supervisor).await {
                 Ok(metrics) => return Ok(metrics),
                 Err(error) => {
                     tracing::warn!(
@@ -117,8 +123,13 @@ impl Metrics {
         prometheus::on_path("prometheus").is_some() && prometheus::on_path("promtool").is_some()
     }
 
-    /// Backfills and starts a real Prometheus; fails if it is not installed or does not come up.
-    pub async fn prometheus(options: Options, services: &[ServicePlan]) -> anyhow::Result<Self> {
+    /// Backfills and starts a real Prometheus under `supervisor`, which must outlive it; fails if it is not
+    /// installed or does not come up.
+    pub async fn prometheus(
+        options: Options,
+        services: &[ServicePlan],
+        supervisor: &Supervisor,
+    ) -> anyhow::Result<Self> {
         let generator = Arc::new(options.generator(services));
         let (addr, server) = serve(api::router(generator.clone(), false)).await?;
         let now = options.now.as_millisecond() as f64 / 1000.0;
@@ -128,6 +139,7 @@ impl Metrics {
             options.history,
             options.step,
             &addr.to_string(),
+            supervisor,
         )
         .await;
         let backend = match backend {

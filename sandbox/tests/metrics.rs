@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use sandbox::metrics::{Metrics, Options};
+use sandbox::supervisor::Supervisor;
 use sandbox::world::SERVICES;
 use serde_json::Value;
 
@@ -98,7 +99,10 @@ async fn a_real_prometheus_serves_backfilled_history_for_a_fixture_service() {
     }
     let now = jiff::Timestamp::now();
     let began = Instant::now();
-    let metrics = Metrics::prometheus(options(now), &SERVICES).await.unwrap();
+    let supervisor = Supervisor::new().unwrap();
+    let metrics = Metrics::prometheus(options(now), &SERVICES, &supervisor)
+        .await
+        .unwrap();
     let (backfill, startup) = metrics.timings();
     eprintln!(
         "prometheus: backfill {backfill:?}, startup {startup:?}, total {:?}",

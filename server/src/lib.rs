@@ -10,6 +10,7 @@ pub mod routes;
 #[cfg(feature = "sandbox")]
 pub mod sandbox_cli;
 pub mod serve;
+pub mod shutdown;
 pub mod sinks;
 pub mod state;
 pub mod upstream;

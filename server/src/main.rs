@@ -49,10 +49,12 @@ async fn main() -> anyhow::Result<()> {
     } else {
         tracing_subscriber::fmt().with_env_filter(filter).init();
     }
+    // Before anything starts, so no SIGTERM or SIGINT meets the default action (which would leave children).
+    let shutdown = server::shutdown::Shutdown::listen()?;
     match cli.command {
-        Command::Serve(args) => server::serve::serve(args).await,
+        Command::Serve(args) => server::serve::serve(args, shutdown).await,
         #[cfg(feature = "sandbox")]
-        Command::Sandbox(args) => server::sandbox_cli::run(args).await,
+        Command::Sandbox(args) => server::sandbox_cli::run(args, shutdown).await,
         #[cfg(not(feature = "sandbox"))]
         Command::Sandbox { .. } => anyhow::bail!(server::serve::NO_SANDBOX),
     }

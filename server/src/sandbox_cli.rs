@@ -104,6 +104,8 @@ pub fn tower_config(sandbox: &sandbox::Sandbox, listen: SocketAddr) -> TowerConf
     }
 }
 
+use crate::shutdown::Shutdown;
+
 /// Options of `tower sandbox`.
 #[derive(Debug, clap::Args)]
 pub struct SandboxArgs {
@@ -149,22 +151,28 @@ pub enum SandboxCommand {
     },
 }
 
-/// Runs `tower sandbox …`.
-pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
+/// Runs `tower sandbox …`; the sandbox runs until `shutdown` (SIGTERM or SIGINT).
+pub async fn run(args: SandboxArgs, shutdown: Shutdown) -> anyhow::Result<()> {
     match args.command {
         Some(SandboxCommand::Merge { pr, url, merger }) => merge(&url, pr, &merger).await,
-        None => serve(args).await,
+        None => serve(args, shutdown).await,
     }
 }
 
-async fn serve(args: SandboxArgs) -> anyhow::Result<()> {
+async fn serve(args: SandboxArgs, shutdown: Shutdown) -> anyhow::Result<()> {
     let mut options = sandbox::Options::new(args.listen);
     options.metrics = !args.no_metrics;
     options.seed = args.seed;
     options.simulate = sandbox::Simulate::RealTime;
     options.speed = args.speed;
     options.scale = args.scale;
-    let sandbox = sandbox::Sandbox::start_with(options).await?;
+    let Some(sandbox) = shutdown
+        .unless_requested(sandbox::Sandbox::start_with(options))
+        .await
+    else {
+        return Ok(());
+    };
+    let sandbox = sandbox?;
     let config = tower_config(&sandbox, args.tower_listen);
     let yaml = serde_saphyr::to_string(&config).context("serializing the configuration")?;
     std::fs::write(&args.write_config, yaml)
@@ -191,6 +199,10 @@ async fn serve(args: SandboxArgs) -> anyhow::Result<()> {
         sandbox.repositories().root().display()
     );
     println!(
+        "  temporary root         {}  (removed on exit)",
+        sandbox.temp_root().display()
+    );
+    println!(
         "Tower configuration written to {}",
         args.write_config.display()
     );
@@ -206,9 +218,9 @@ async fn serve(args: SandboxArgs) -> anyhow::Result<()> {
             .map(|n| format!(", with {n} generated services"))
             .unwrap_or_default()
     );
-    tokio::signal::ctrl_c()
-        .await
-        .context("waiting for Ctrl-C")?;
+    shutdown.requested().await;
+    // Dropping the sandbox stops its children and removes its temporary root.
+    drop(sandbox);
     Ok(())
 }
 

@@ -1,5 +1,6 @@
 //! `tower serve`: wire the upstreams, the fleet model and the router together and listen.
 
+use std::future::IntoFuture as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -18,6 +19,7 @@ use crate::fleet::catalog::Catalog;
 use crate::fleet::code::CodeCache;
 use crate::fleet::{FleetModel, watch};
 use crate::routes::router;
+use crate::shutdown::{GRACE, Shutdown};
 use crate::state::{AppState, write_limiter};
 use crate::upstream;
 use crate::upstream::argocd::ArgoCd;
@@ -69,12 +71,16 @@ async fn embedded_sandbox(_args: &ServeArgs) -> anyhow::Result<(Embedded, TowerC
     anyhow::bail!(NO_SANDBOX)
 }
 
-/// Runs the server until Ctrl-C.
-pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+/// Runs the server until `shutdown` (SIGTERM or SIGINT); the embedded sandbox, its children and its folders go
+/// with it.
+pub async fn serve(args: ServeArgs, shutdown: Shutdown) -> anyhow::Result<()> {
     // Kept alive for as long as the server runs: dropping it would stop the embedded platform.
     let mut _sandbox = None;
     let mut config = if args.sandbox {
-        let (sandbox, config) = embedded_sandbox(&args).await?;
+        let Some(started) = shutdown.unless_requested(embedded_sandbox(&args)).await else {
+            return Ok(());
+        };
+        let (sandbox, config) = started?;
         _sandbox = Some(sandbox);
         config
     } else {
@@ -90,26 +96,44 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             config.public_url = format!("http://{listen}");
         }
     }
-    run(config, args.assets, args.sandbox).await
+    run(config, args.assets, args.sandbox, shutdown).await
 }
 
-/// Serves `config` until Ctrl-C.
-pub async fn run(config: TowerConfig, assets: PathBuf, sandbox: bool) -> anyhow::Result<()> {
+/// Serves `config` until `shutdown`, then gives requests in flight [`GRACE`] to finish.
+pub async fn run(
+    config: TowerConfig,
+    assets: PathBuf,
+    sandbox: bool,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
     let listen: SocketAddr = config.listen.parse().context("listen")?;
-    let state = build_state(&config, assets, sandbox).await?;
+    let Some(state) = shutdown
+        .unless_requested(build_state(&config, assets, sandbox))
+        .await
+    else {
+        return Ok(());
+    };
+    let state = state?;
     if !state.assets.join("index.html").exists() {
         tracing::warn!(assets = %state.assets.display(), "no index.html here: run `cargo xtask dist` to build the SPA");
     }
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .with_context(|| format!("binding {listen}"))?;
+    // The bound address, not the configured one: with port 0 this is how a caller learns the port.
+    let listen = listener.local_addr().context("listener address")?;
     tracing::info!(%listen, public_url = %config.public_url, "Tower is listening");
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await
-        .context("serving HTTP")
+    let stop = shutdown.clone();
+    let server = axum::serve(listener, router(state))
+        .with_graceful_shutdown(async move { stop.requested().await })
+        .into_future();
+    tokio::select! {
+        served = server => served.context("serving HTTP"),
+        () = shutdown.grace_over() => {
+            tracing::warn!(grace = ?GRACE, "requests still open after the grace period; stopping anyway");
+            Ok(())
+        }
+    }
 }
 
 /// Connects the upstreams named in `config` and starts the watch caches.

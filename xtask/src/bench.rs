@@ -68,11 +68,29 @@ pub fn release_tower() -> Result<std::path::PathBuf> {
     Ok(util::repo_root().join("target/release/tower"))
 }
 
-/// Kills a child process when dropped, however the bench ends.
+/// Stops a `tower` child when dropped, however the bench ends.
 pub struct Server(pub Child);
+
+/// How long Tower gets to stop after SIGTERM before it is killed.
+const STOP_GRACE: Duration = Duration::from_secs(15);
 
 impl Drop for Server {
     fn drop(&mut self) {
+        // SIGTERM first: Tower then stops its sandbox's Prometheus and removes its temporary folders, which a
+        // SIGKILL would leave behind.
+        let terminated = i32::try_from(self.0.id())
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+            .is_some_and(|pid| {
+                rustix::process::kill_process(pid, rustix::process::Signal::TERM).is_ok()
+            });
+        let deadline = Instant::now() + STOP_GRACE;
+        while terminated && Instant::now() < deadline {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
     }

@@ -2,6 +2,7 @@
 
 mod bench;
 mod dist;
+mod leftovers;
 mod memory;
 mod run;
 mod test;

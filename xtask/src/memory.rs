@@ -148,7 +148,7 @@ fn parse_status(status: &str) -> Option<Resident> {
 
 /// The Prometheus the sandbox started, if any.
 fn prometheus_child(parent: u32) -> Option<Resident> {
-    // Each thread lists the children it spawned; Prometheus comes from a runtime worker, not main.
+    // Each thread lists the children it spawned; Prometheus comes from the supervisor's spawner thread.
     let tasks = std::fs::read_dir(format!("/proc/{parent}/task")).ok()?;
     let children: String = tasks
         .flatten()

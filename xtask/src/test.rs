@@ -1,5 +1,6 @@
 //! `cargo xtask test`: everything CI checks, in order, stopping at the first failure, ending with
-//! one `summary: <P> passed, <F> failed, <S> skipped` line over Rust and Playwright tests.
+//! one `summary: <P> passed, <F> failed, <S> skipped` line over Rust and Playwright tests, and failing if the
+//! run left a process or temporary folder of Tower's behind (see [`crate::leftovers`]).
 
 use std::fs;
 use std::path::Path;
@@ -8,10 +9,13 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 
 use crate::dist;
+use crate::leftovers::{self, Owned};
 use crate::util::{self, repo_root};
 
 /// Where Debian's Chromium lives; `end2end/playwright.config.ts` launches it from here.
 const CHROMIUM: &str = "/usr/bin/chromium";
+/// How long the leftover check waits for processes that are still stopping when the last step returns.
+const SETTLE: Duration = Duration::from_secs(10);
 
 /// Test counts, summed over every runner.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -39,7 +43,9 @@ impl std::ops::AddAssign for Counts {
 pub fn test(skip_e2e: bool) -> Result<()> {
     let mut counts = Counts::default();
     let mut timings: Vec<(&str, Duration)> = Vec::new();
+    let before = Owned::now();
     let outcome = run_steps(skip_e2e, &mut counts, &mut timings);
+    let left = left_over(&before);
 
     println!();
     for (name, took) in &timings {
@@ -51,6 +57,7 @@ pub fn test(skip_e2e: bool) -> Result<()> {
             counts.flaky
         );
     }
+    println!("left behind: {left}");
     println!(
         "summary: {} passed, {} failed, {} skipped",
         counts.passed, counts.failed, counts.skipped
@@ -59,7 +66,28 @@ pub fn test(skip_e2e: bool) -> Result<()> {
     if counts.failed > 0 {
         bail!("{} test(s) failed", counts.failed);
     }
+    if !left.is_empty() {
+        bail!("the run left processes or temporary folders of Tower's behind");
+    }
     Ok(())
+}
+
+/// What the run left that was not there before it, once stopping processes had [`SETTLE`] to go.
+fn left_over(before: &Owned) -> Owned {
+    let deadline = Instant::now() + SETTLE;
+    loop {
+        let left = Owned::now().since(before);
+        if left.is_empty() || Instant::now() > deadline {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The `TMPDIR` a step starting Tower runs with, created if missing.
+fn step_tmpdir(dir: &Path) -> Result<&Path> {
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    Ok(dir)
 }
 
 /// A step's name and what it runs; returns the counts it observed, if it runs tests.
@@ -177,7 +205,10 @@ fn packages_named(tree: &str, name: &str) -> usize {
 
 /// `cargo test --workspace`, streamed to the terminal and parsed for its result lines.
 fn cargo_test() -> Result<Counts> {
-    let out = util::tee(&mut util::cargo(["test", "--workspace"]))?;
+    let [tmp, _] = leftovers::temp_dirs();
+    let mut test = util::cargo(["test", "--workspace"]);
+    test.env("TMPDIR", step_tmpdir(&tmp)?);
+    let out = util::tee(&mut test)?;
     let counts = parse_cargo_test(&out.stdout);
     // A compile error or a crashed test binary prints no result line yet fails the run.
     if !out.success && counts.failed == 0 {
@@ -215,13 +246,13 @@ fn playwright() -> Result<Counts> {
     ensure_chromium()?;
     util::ensure_node_modules()?;
     let root = repo_root();
-    // Chromium leaves profile folders in TMPDIR; keep them inside the (ignored) repo scratch space.
-    let tmp = root.join(".tmp/playwright");
-    fs::create_dir_all(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+    // Chromium leaves profile folders in TMPDIR; keep them inside the (ignored) repo scratch space, where the
+    // leftover check also looks for the sandbox's folders.
+    let [_, tmp] = leftovers::temp_dirs();
     let mut npx = util::command("npx");
     npx.args(["playwright", "test"])
         .current_dir(util::end2end_dir())
-        .env("TMPDIR", &tmp)
+        .env("TMPDIR", step_tmpdir(&tmp)?)
         .env("TOWER_BIN", root.join("target/debug/tower"))
         .env("TOWER_ASSETS", root.join("dist"));
     let out = util::tee(&mut npx)?;

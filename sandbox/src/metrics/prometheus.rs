@@ -1,31 +1,32 @@
 //! Real mode: backfill history with `promtool`, then run `prometheus` on loopback scraping the live
 //! exposition, so queries see hours of history continued by live samples.
 
+use std::fs::File;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-use tokio::process::{Child, Command};
 
 use super::api;
 use super::series::Generator;
+use crate::supervisor::{Process, Supervisor};
 
 /// How long Prometheus may take to load the backfilled blocks and become ready.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
 /// How often Prometheus scrapes the live exposition.
 const SCRAPE_INTERVAL: &str = "5s";
 
-/// A running Prometheus and the folder holding its config and data.
+/// A running Prometheus and the folder holding its config, data and log.
 pub struct PrometheusServer {
-    /// Killed when dropped (`kill_on_drop`, and explicitly in `Drop`).
-    child: Child,
+    /// Started by the sandbox's supervisor, so it dies with Tower even when Tower is killed outright.
+    process: Process,
     /// `http://127.0.0.1:PORT/prometheus`.
     url: String,
-    /// Removed on drop, after the child is killed (fields drop in order).
-    dir: tempfile::TempDir,
+    /// Under the supervisor's temporary root; removed on drop, after the process is stopped.
+    dir: PathBuf,
     /// How long the backfill took.
     pub(super) backfill: Duration,
     /// How long Prometheus took to become ready.
@@ -40,15 +41,20 @@ impl PrometheusServer {
 
     /// Where the config and TSDB live.
     pub fn dir(&self) -> &Path {
-        self.dir.path()
+        &self.dir
+    }
+
+    /// The Prometheus process' id.
+    pub fn pid(&self) -> u32 {
+        self.process.id()
     }
 }
 
 impl Drop for PrometheusServer {
     fn drop(&mut self) {
-        // Kill it now rather than when the handle is reaped, so the data folder is not being
-        // written while TempDir removes it.
-        let _ = self.child.start_kill();
+        // Stopped before its folder goes, so the folder is not being written while it is removed.
+        self.process.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -61,51 +67,60 @@ pub(super) fn on_path(name: &str) -> Option<PathBuf> {
 }
 
 /// Writes `history` of samples every `step` ending at `now` as OpenMetrics, turns them into TSDB
-/// blocks, then starts Prometheus scraping `scrape_target` (`host:port`).
+/// blocks, then starts Prometheus scraping `scrape_target` (`host:port`), both under `supervisor`.
 pub(super) async fn start(
     generator: &Generator,
     now: f64,
     history: Duration,
     step: Duration,
     scrape_target: &str,
+    supervisor: &Supervisor,
 ) -> anyhow::Result<PrometheusServer> {
     let prometheus = on_path("prometheus").context("prometheus is not on PATH")?;
     let promtool = on_path("promtool").context("promtool is not on PATH")?;
-    let dir = tempfile::Builder::new()
-        .prefix("tower-sandbox-prometheus-")
-        .tempdir()
-        .context("creating Prometheus' folder")?;
-    let data = dir.path().join("data");
+    // A Prometheus that fails leaves its folder (and log) under the root until the supervisor goes.
+    let dir = supervisor.folder("prometheus")?;
+    let data = dir.join("data");
     std::fs::create_dir_all(&data).context("creating the TSDB folder")?;
 
     let began = Instant::now();
-    let openmetrics = dir.path().join("history.om");
+    let openmetrics = dir.join("history.om");
     write_history(generator, now, history, step, &openmetrics)?;
-    let output = Command::new(&promtool)
+    let promtool_log = dir.join("promtool.log");
+    let mut backfill = Command::new(promtool);
+    backfill
         .args(["tsdb", "create-blocks-from", "openmetrics", "--quiet"])
         .arg(&openmetrics)
         .arg(&data)
         .stdin(Stdio::null())
-        .output()
+        .stdout(Stdio::null())
+        .stderr(log_file(&promtool_log)?);
+    let status = supervisor
+        .spawn("promtool", backfill)?
+        .wait()
         .await
         .context("running promtool")?;
-    if !output.status.success() {
+    if !status.success() {
         bail!(
             "promtool tsdb create-blocks-from openmetrics failed: {}",
-            String::from_utf8_lossy(&output.stderr)
+            read_log(&promtool_log)
         );
     }
     // The file is only promtool's input; removing it keeps the folder small.
     let _ = std::fs::remove_file(&openmetrics);
     let backfill = began.elapsed();
 
-    let config = dir.path().join("prometheus.yml");
+    let config = dir.join("prometheus.yml");
     std::fs::write(&config, config_text(scrape_target)).context("writing prometheus.yml")?;
     let port = free_port().context("finding a free port for Prometheus")?;
     let listen = format!("127.0.0.1:{port}");
     let url = format!("http://{listen}/prometheus");
     let began = Instant::now();
-    let mut child = Command::new(&prometheus)
+    // Its log goes to a file in its folder: nobody reads it while it runs, and an unread pipe would
+    // eventually block it.
+    let prometheus_log = dir.join("prometheus.log");
+    let mut command = Command::new(prometheus);
+    command
         .arg(format!("--config.file={}", config.display()))
         .arg(format!("--storage.tsdb.path={}", data.display()))
         // Retention counts back from the newest block; backfilled history must not age out at once.
@@ -116,18 +131,15 @@ pub(super) async fn start(
         .arg("--log.level=warn")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .context("starting prometheus")?;
+        .stderr(log_file(&prometheus_log)?);
+    let process = supervisor.spawn("prometheus", command)?;
     let deadline = Instant::now() + READY_TIMEOUT;
     loop {
-        if let Some(status) = child.try_wait().context("checking on prometheus")? {
-            let mut stderr = String::new();
-            if let Some(mut pipe) = child.stderr.take() {
-                let _ = pipe.read_to_string(&mut stderr).await;
-            }
-            bail!("prometheus exited with {status}: {stderr}");
+        if let Some(status) = process.try_wait().context("checking on prometheus")? {
+            bail!(
+                "prometheus exited with {status}: {}",
+                read_log(&prometheus_log)
+            );
         }
         if ready(&listen).await {
             break;
@@ -137,15 +149,24 @@ pub(super) async fn start(
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    // Nobody reads its log from here on; an unread pipe would eventually block it.
-    drop(child.stderr.take());
     Ok(PrometheusServer {
-        child,
+        process,
         url,
         dir,
         backfill,
         startup: began.elapsed(),
     })
+}
+
+/// A child's stderr, written to `path`.
+fn log_file(path: &Path) -> anyhow::Result<Stdio> {
+    let file = File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    Ok(Stdio::from(file))
+}
+
+/// What a child wrote to its log, for the error saying why it failed.
+fn read_log(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
 }
 
 /// The scrape config: one job on the sandbox's exposition.

@@ -5,6 +5,8 @@ mod auth;
 mod delivery;
 mod fleet;
 mod secrets;
+#[cfg(target_os = "linux")]
+mod signals;
 mod sinks;
 mod spa;
 
