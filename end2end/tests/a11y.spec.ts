@@ -137,14 +137,22 @@ const CHECKS: Record<string, State[]> = {
   '/releases': [
     { name: 'choose a service', who: 'guest', reach: async (page) => { await page.goto('/releases'); await visible(page, 'choose-service'); } },
     { name: 'records, guest', who: 'guest', reach: async (page) => { await page.goto('/releases?service=payments&environment=prod'); await visible(page, 'release-row'); } },
-    { name: 'empty: an environment with no records', who: 'guest', reach: async (page) => { await page.goto('/releases?service=payments&environment=nowhere'); await visible(page, 'no-releases'); } },
+    {
+      name: 'empty: no records yet', who: 'guest',
+      reach: async (page) => {
+        await page.route(/\/api\/v1\/releases\?/, (route) => route.fulfill({ status: 200, contentType: 'application/json', body: '{"records":[],"next_cursor":null}' }));
+        await page.goto('/releases?service=payments&environment=prod');
+        await visible(page, 'no-releases');
+      },
+    },
+    { name: 'error: an unknown environment', who: 'guest', reach: async (page) => { await page.goto('/releases?service=payments&environment=nowhere'); await visible(page, 'error'); } },
     {
       name: 'loading', who: 'guest',
-      reach: async (page) => { await hold(page, '**/api/v1/releases?*'); await page.goto('/releases?service=payments&environment=prod'); await visible(page, 'loading'); },
+      reach: async (page) => { await hold(page, /\/api\/v1\/releases\?/); await page.goto('/releases?service=payments&environment=prod'); await visible(page, 'loading'); },
     },
     {
       name: 'error', who: 'guest',
-      reach: async (page) => { await failWith503(page, '**/api/v1/releases?*'); await page.goto('/releases?service=payments&environment=prod'); await visible(page, 'error'); },
+      reach: async (page) => { await failWith503(page, /\/api\/v1\/releases\?/); await page.goto('/releases?service=payments&environment=prod'); await visible(page, 'error'); },
     },
   ],
   '/releases/:sha': [

@@ -24,7 +24,7 @@ export async function expectAccessible(page: Page, where: string) {
  * Holds every request matching `url` until the returned function is called, so a test can look at the state
  * the page is in while it waits (skeletons).
  */
-export async function hold(page: Page, url: string): Promise<() => void> {
+export async function hold(page: Page, url: string | RegExp): Promise<() => void> {
   let release: () => void = () => {};
   const released = new Promise<void>((resolve) => {
     release = resolve;
@@ -38,6 +38,6 @@ export async function hold(page: Page, url: string): Promise<() => void> {
 }
 
 /** Answers every request matching `url` with a 503, the way a Tower whose upstream is down answers. */
-export async function failWith503(page: Page, url: string) {
+export async function failWith503(page: Page, url: string | RegExp) {
   await page.route(url, (route) => route.fulfill({ status: 503, contentType: 'text/plain', body: 'unavailable' }));
 }

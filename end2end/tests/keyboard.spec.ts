@@ -167,7 +167,7 @@ test('the log panel works from the keyboard: controls, scrollable lines, Escape 
   await tabTo(page, panel.getByTestId('log-follow'));
   await page.keyboard.press('Space');
   await expect(panel.getByTestId('log-follow')).not.toBeChecked();
-  await expect(panel.getByTestId('log-status')).toContainText('End of log', { timeout: 15_000 });
+  await expect(panel.getByTestId('log-status')).not.toContainText('Following');
   // The lines take the focus, so arrow keys and Page Up/Down scroll them.
   await tabTo(page, panel.getByRole('region', { name: 'Log lines' }));
 

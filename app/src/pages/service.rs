@@ -138,7 +138,7 @@ pub fn ServicePage() -> impl IntoView {
 #[component]
 fn HeaderSkeleton() -> impl IntoView {
     view! {
-        <div class="skeleton" aria-busy="true" aria-label="Loading the service" data-testid="loading">
+        <div class="skeleton" role="status" aria-busy="true" aria-label="Loading the service" data-testid="loading">
             <div class="skeleton-row skeleton-title"></div>
             <div class="skeleton-row"></div>
             <div class="cards">
@@ -323,7 +323,7 @@ fn DeploymentsTab(
     view! {
         {move || match status.get() {
                 None => view! {
-                    <div class="cards" aria-busy="true" aria-label="Loading deployments" data-testid="loading">
+                    <div class="cards" role="status" aria-busy="true" aria-label="Loading deployments" data-testid="loading">
                         <div class="skeleton-card"></div>
                         <div class="skeleton-card"></div>
                     </div>
@@ -400,7 +400,7 @@ fn LoadedDatabasesTab(
     view! {
             {move || match databases.get() {
                 None => view! {
-                    <div class="skeleton" aria-busy="true" aria-label="Loading databases" data-testid="loading">
+                    <div class="skeleton" role="status" aria-busy="true" aria-label="Loading databases" data-testid="loading">
                         <div class="skeleton-row"></div><div class="skeleton-row"></div>
                     </div>
                 }.into_any(),
