@@ -52,6 +52,12 @@ async function expectFocusTrapped(page: Page, dialog: Locator) {
   }
 }
 
+/** Signed in as ada (an owner of payments), on payments' card for `env` alone. */
+async function ownerOn(page: Page, env: 'dev' | 'prod') {
+  await signInAs(page, 'ada', `/services/payments?env=${env}`);
+  await expect(page.getByTestId('deployment-card')).toHaveCount(1, { timeout: 15_000 });
+}
+
 const serviceLink = (page: Page, service: string) =>
   page.locator(`[data-testid="service-row"][data-service="${service}"] th a`);
 const envOption = (page: Page, env: string) => page.locator(`[data-testid="env-option"][data-env="${env}"]`);
@@ -112,8 +118,7 @@ test('from the Overview to Promote with the keyboard: search, open, environment,
 });
 
 test('Rollback opens and its Cancel closes it from the keyboard, focus back on Rollback', async ({ page }) => {
-  await signInAs(page, 'ada', '/services/payments?env=prod');
-  await expect(page.getByTestId('deployment-card')).toHaveCount(1, { timeout: 15_000 });
+  await ownerOn(page, 'prod');
   const rollback = page.getByTestId('rollback-button');
   await tabTo(page, rollback);
   await page.keyboard.press('Enter');
@@ -134,8 +139,7 @@ test('Rollback opens and its Cancel closes it from the keyboard, focus back on R
 });
 
 test('force sync asks to confirm with the focus on the confirmation, and Cancel brings it back', async ({ page }) => {
-  await signInAs(page, 'ada', '/services/payments?env=dev');
-  await expect(page.getByTestId('deployment-card')).toHaveCount(1, { timeout: 15_000 });
+  await ownerOn(page, 'dev');
   const force = page.getByTestId('force-sync-button');
   await tabTo(page, force);
   await page.keyboard.press('Enter');
@@ -153,8 +157,7 @@ test('force sync asks to confirm with the focus on the confirmation, and Cancel 
 });
 
 test('the log panel works from the keyboard: controls, scrollable lines, Escape back to Logs', async ({ page }) => {
-  await signInAs(page, 'ada', '/services/payments?env=dev');
-  await expect(page.getByTestId('deployment-card')).toHaveCount(1, { timeout: 15_000 });
+  await ownerOn(page, 'dev');
   const logs = page.getByTestId('logs-button');
   await tabTo(page, logs);
   await page.keyboard.press('Enter');
