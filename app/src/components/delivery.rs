@@ -158,11 +158,17 @@ fn LoadedMoveDialog(
             let _ = dialog.show_modal();
         }
     });
-    // The page removes the dialog rather than closing it, so the browser would drop focus on the body.
+    // Every way out closes the `<dialog>` first and leaves by its `close` event: focus can go back to what
+    // opened it (the page removes the dialog, which would drop focus on the body) only once the page behind
+    // is no longer inert.
     let give_back_focus = remember_focus();
-    let close = move || {
+    let closed = move || {
         give_back_focus();
         on_close.run(());
+    };
+    let close = move || match dialog.get_untracked() {
+        Some(dialog) => dialog.close(),
+        None => closed(),
     };
     let preview = crate::live::fetched({
         let service = service.clone();
@@ -197,7 +203,7 @@ fn LoadedMoveDialog(
     let aria = title.clone();
     view! {
         <dialog node_ref=dialog class="move-dialog" data-testid="move-dialog" aria-label=aria
-            on:close=move |_| close() on:keydown=move |event| keep_tab_inside(&event)>
+            on:close=move |_| closed() on:keydown=move |event| keep_tab_inside(&event)>
             <header class="dialog-head">
                 <h2>{title}</h2>
                 <button type="button" class="link" data-testid="dialog-close" on:click=move |_| close() aria-label="Close">"Close ✕"</button>

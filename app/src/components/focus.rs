@@ -11,7 +11,8 @@ use wasm_bindgen::JsCast as _;
 pub fn remember_focus() -> impl Fn() + Copy + 'static {
     let opener = StoredValue::new_local(document().active_element());
     move || {
-        opener.with_value(|opener| {
+        // `try_`: the close event may arrive after the dialog that remembered this is gone.
+        opener.try_with_value(|opener| {
             if let Some(opener) = opener
                 .as_ref()
                 .and_then(|o| o.dyn_ref::<web_sys::HtmlElement>())

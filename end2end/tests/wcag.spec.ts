@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import { expectAccessible, failWith503, hold } from './axe';
 import { signInAs, signInAsGuest, card } from './session';
 
+// Runs last (by name): its many page loads age the sandbox, whose fixtures the other specs expect fresh.
 // Every route of the SPA, in each state it can be in, checked with axe-core against WCAG 2.0/2.1 A and AA.
 // The table is keyed by the route pattern exactly as `path!("…")` spells it in the app ("*" is the not-found
 // fallback); the last test fails when a route has no entry, so a new page is checked from its first commit.
