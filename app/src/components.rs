@@ -3,5 +3,6 @@
 pub mod delivery;
 pub mod dependency_graph;
 pub mod deployment_card;
+pub mod focus;
 pub mod log_panel;
 pub mod status;

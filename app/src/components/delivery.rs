@@ -11,6 +11,7 @@ use shared::delivery::{ChangePreview, CiState, PullRequestView, VersionRef};
 use shared::status::Tone;
 
 use crate::api;
+use crate::components::focus::{keep_tab_inside, remember_focus};
 use crate::components::status::{banner, tone_chip};
 use crate::live::LiveFleet;
 use crate::pages::show_error;
@@ -157,6 +158,18 @@ fn LoadedMoveDialog(
             let _ = dialog.show_modal();
         }
     });
+    // Every way out closes the `<dialog>` first and leaves by its `close` event: focus can go back to what
+    // opened it (the page removes the dialog, which would drop focus on the body) only once the page behind
+    // is no longer inert.
+    let give_back_focus = remember_focus();
+    let closed = move || {
+        give_back_focus();
+        on_close.run(());
+    };
+    let close = move || match dialog.get_untracked() {
+        Some(dialog) => dialog.close(),
+        None => closed(),
+    };
     let preview = crate::live::fetched({
         let service = service.clone();
         move || {
@@ -190,10 +203,10 @@ fn LoadedMoveDialog(
     let aria = title.clone();
     view! {
         <dialog node_ref=dialog class="move-dialog" data-testid="move-dialog" aria-label=aria
-            on:close=move |_| on_close.run(())>
+            on:close=move |_| closed() on:keydown=move |event| keep_tab_inside(&event)>
             <header class="dialog-head">
                 <h2>{title}</h2>
-                <button type="button" class="link" on:click=move |_| on_close.run(()) aria-label="Close">"Close ✕"</button>
+                <button type="button" class="link" data-testid="dialog-close" on:click=move |_| close() aria-label="Close">"Close ✕"</button>
             </header>
             {move || match preview.get() {
                 None => view! { <div aria-busy="true" data-testid="loading"><div class="skeleton-row"></div><div class="skeleton-row"></div></div> }.into_any(),
@@ -248,7 +261,7 @@ fn LoadedMoveDialog(
                     on:click=confirm>
                     {move || if busy.get() { "Opening the PR…" } else if rollback { "Open rollback PR" } else { "Open promote PR" }}
                 </button>
-                <button type="button" class="link" on:click=move |_| on_close.run(())>"Cancel"</button>
+                <button type="button" class="link" data-testid="dialog-cancel" on:click=move |_| close()>"Cancel"</button>
             </footer>
         </dialog>
     }

@@ -1,5 +1,6 @@
 //! The dependsOn graph around one service, laid out in columns by `shared::fleet::dependency_graph::dependency_layout`:
-//! callers on the left, what they call on the right. Nodes are links; edges an SVG underneath.
+//! callers on the left, what they call on the right. Nodes are links; edges an SVG underneath, named, described
+//! by the summary and by the same edges as a list.
 
 use std::collections::BTreeMap;
 
@@ -31,13 +32,23 @@ fn dependency_graph(focus: Signal<String>) -> AnyView {
 #[component]
 fn LoadedDependencyGraph(focus: Signal<String>) -> impl IntoView {
     let live = expect_context::<LiveFleet>();
-    move || {
-        let graph = live.fleet.with(|fleet| {
-            fleet
+    // What the picture shows: edges, owners and statuses. Redrawn only when that changes, not on every fleet
+    // event, so keyboard focus on a node or the list survives the stream.
+    let shown = Memo::new(move |_| {
+        live.fleet.with(|fleet| {
+            let graph = fleet
                 .services()
                 .map(|s| (s.name.clone(), s.depends_on.clone()))
-                .collect::<BTreeMap<_, _>>()
-        });
+                .collect::<BTreeMap<_, _>>();
+            let statuses = fleet
+                .services()
+                .map(|s| (s.name.clone(), (s.owner.clone(), rollup(&s.environments))))
+                .collect::<BTreeMap<_, _>>();
+            (graph, statuses)
+        })
+    });
+    move || {
+        let (graph, statuses) = shown.get();
         let name = focus.get();
         let layout = dependency_layout(&graph, &name);
         let calls: Vec<String> = graph.get(&name).cloned().unwrap_or_default();
@@ -77,17 +88,27 @@ fn LoadedDependencyGraph(focus: Signal<String>) -> impl IntoView {
             })
             .map(IntoAny::into_any)
             .collect_view();
+        // The picture in words, for screen readers and anyone who prefers a list: one line per arrow.
+        let edge_lines = layout
+            .edges
+            .iter()
+            .map(|(from, to)| {
+                let line = format!(
+                    "{} calls {}",
+                    layout.nodes[*from].name, layout.nodes[*to].name
+                );
+                view! { <li>{line}</li> }
+            })
+            .collect_view();
         let nodes = layout
             .nodes
             .iter()
             .map(|node| {
                 let (x, y) = position(node.column, node.row);
-                let (owner, tone) = live.fleet.with(|fleet| {
-                    fleet
-                        .service(&node.name)
-                        .map(|s| (s.owner.clone(), rollup(&s.environments)))
-                        .unwrap_or_else(|| ("not in the catalog".into(), Tone::Unknown))
-                });
+                let (owner, tone) = statuses
+                    .get(&node.name)
+                    .cloned()
+                    .unwrap_or_else(|| ("not in the catalog".into(), Tone::Unknown));
                 let status = match tone {
                     Tone::Ok => "all good",
                     Tone::Progress => "rolling out",
@@ -128,7 +149,7 @@ fn LoadedDependencyGraph(focus: Signal<String>) -> impl IntoView {
         };
         let alone = calls.is_empty() && callers.is_empty();
         view! {
-            <p class="muted" data-testid="dependency-summary">
+            <p class="muted" id="dependency-summary" data-testid="dependency-summary">
                 {format!("{name} calls {}; called by {}.", list(&calls), list(&callers))}
             </p>
             {alone.then(|| view! {
@@ -138,7 +159,10 @@ fn LoadedDependencyGraph(focus: Signal<String>) -> impl IntoView {
             })}
             <div class="graph-scroll">
                 <div class="graph" style:width=format!("{width}px") style:height=format!("{height}px")>
-                    <svg class="graph-edges" width=width height=height viewBox=format!("0 0 {width} {height}") aria-hidden="true">
+                    <svg class="graph-edges" width=width height=height viewBox=format!("0 0 {width} {height}")
+                        role="img" aria-labelledby="dependency-graph-title" aria-describedby="dependency-summary dependency-edges"
+                        data-testid="dependency-graph">
+                        <title id="dependency-graph-title">{format!("Dependency graph around {name}")}</title>
                         <defs>
                             <marker id="arrow" viewBox="0 0 8 8" refX="7" refY="4" markerWidth="8" markerHeight="8" orient="auto">
                                 <path d="M0,0 L8,4 L0,8 z" />
@@ -149,6 +173,12 @@ fn LoadedDependencyGraph(focus: Signal<String>) -> impl IntoView {
                     {nodes}
                 </div>
             </div>
+            {(!alone).then(|| view! {
+                <details class="graph-text">
+                    <summary>"The graph as a list"</summary>
+                    <ul id="dependency-edges" data-testid="dependency-edges">{edge_lines}</ul>
+                </details>
+            })}
         }
     }
 }

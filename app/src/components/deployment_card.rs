@@ -677,6 +677,24 @@ fn Actions(
         }
     });
     let confirming_force = RwSignal::new(false);
+    // Swapping "Force sync…" for its confirmation moves the focus along, and Cancel brings it back, so a
+    // keyboard user is not dropped on the page's body.
+    let confirm_button: NodeRef<leptos::html::Button> = NodeRef::new();
+    let force_button: NodeRef<leptos::html::Button> = NodeRef::new();
+    let refocus_force = StoredValue::new(false);
+    Effect::new(move |_| {
+        if let Some(button) = confirm_button.get() {
+            let _ = button.focus();
+        }
+    });
+    Effect::new(move |_| {
+        if let Some(button) = force_button.get()
+            && refocus_force.get_value()
+        {
+            refocus_force.set_value(false);
+            let _ = button.focus();
+        }
+    });
     // Dev promotes to prod; prod rolls back; other environments move by their own Release PRs.
     let rollback = match environment.as_str() {
         shared::delivery::DEV => Some(false),
@@ -715,13 +733,14 @@ fn Actions(
                         </button>
                         <Show when=move || confirming_force.get() fallback=move || view! {
                             <button type="button" data-testid="force-sync-button" disabled=move || sync.pending().get()
-                                on:click=move |_| confirming_force.set(true)>"Force sync…"</button>
+                                node_ref=force_button on:click=move |_| confirming_force.set(true)>"Force sync…"</button>
                         }>
                             <span class="confirm" role="group" aria-label="Confirm force sync">
                                 "Force replaces resources that cannot be patched. "
-                                <button type="button" class="danger" data-testid="force-sync-confirm"
+                                <button type="button" class="danger" data-testid="force-sync-confirm" node_ref=confirm_button
                                     on:click=move |_| { confirming_force.set(false); sync.dispatch(true); }>"Force sync"</button>
-                                <button type="button" class="link" on:click=move |_| confirming_force.set(false)>"Cancel"</button>
+                                <button type="button" class="link" data-testid="force-sync-cancel"
+                                    on:click=move |_| { refocus_force.set_value(true); confirming_force.set(false); }>"Cancel"</button>
                             </span>
                         </Show>
                     }.into_any()

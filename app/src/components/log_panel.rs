@@ -16,6 +16,7 @@ use shared::fleet::PodView;
 use shared::fleet::cards::is_crashloop;
 
 use crate::api::{self, LogQuery};
+use crate::components::focus::remember_focus;
 
 /// Lines kept in the panel; older ones scroll away.
 const LINES_KEPT: usize = 5_000;
@@ -137,16 +138,22 @@ fn LoadedLogPanel(
         }
     });
 
-    // Escape closes; focus moves into the panel when it opens, for keyboard users.
+    // Escape closes; focus moves into the panel when it opens and back to what opened it (the Logs button)
+    // when it closes, for keyboard users.
     let close_button: NodeRef<Button> = NodeRef::new();
     Effect::new(move |_| {
         if let Some(button) = close_button.get() {
             let _ = button.focus();
         }
     });
+    let give_back_focus = remember_focus();
+    let close = move || {
+        give_back_focus();
+        on_close.run(());
+    };
     let escape = window_event_listener(leptos::ev::keydown, move |event: KeyboardEvent| {
         if event.key() == "Escape" {
-            on_close.run(());
+            close();
         }
     });
     on_cleanup(move || escape.remove());
@@ -158,7 +165,7 @@ fn LoadedLogPanel(
             <header class="log-head">
                 <h2>{title}</h2>
                 <button type="button" class="link" node_ref=close_button data-testid="log-close"
-                    on:click=move |_| on_close.run(())>"Close (Esc)"</button>
+                    on:click=move |_| close()>"Close (Esc)"</button>
             </header>
             <div class="log-controls">
                 <label>"Pod "
@@ -190,7 +197,7 @@ fn LoadedLogPanel(
                     StreamState::Failed(why) => why,
                 }}</span>
             </div>
-            <div class="log-lines mono" node_ref=scroller tabindex="0" aria-label="Log lines">
+            <div class="log-lines mono" node_ref=scroller tabindex="0" role="region" aria-label="Log lines">
                 <For each=move || lines.get() key=|(id, _)| *id let:line>
                     <div class="log-line" data-testid="log-line">{line.1}</div>
                 </For>

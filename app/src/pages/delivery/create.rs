@@ -211,10 +211,12 @@ pub fn CreatePage() -> impl IntoView {
     view! {
         <section class="page">
             <h1>"Create"</h1>
-            <nav class="tabs" role="tablist" aria-label="Golden paths">
+            // Links with aria-current, not ARIA tabs: each golden path is its own URL, and tabs would promise
+            // arrow-key movement.
+            <nav class="tabs" aria-label="Golden paths">
                 {Template::ALL.into_iter().map(|t| view! {
-                    <a href=move || href(t, service.get().as_deref()) role="tab"
-                        aria-selected=move || (template.get() == t).to_string()
+                    <a href=move || href(t, service.get().as_deref())
+                        aria-current=move || (template.get() == t).then_some("page")
                         class:active=move || template.get() == t
                         data-testid=format!("template-{}", t.slug())>{label(t)}</a>
                 }).collect_view()}

@@ -406,7 +406,7 @@ fn ActivityRow(item: ActivityItem) -> impl IntoView {
 #[component]
 fn TableSkeleton() -> impl IntoView {
     view! {
-        <div class="skeleton" aria-busy="true" aria-label="Loading services" data-testid="loading">
+        <div class="skeleton" role="status" aria-busy="true" aria-label="Loading services" data-testid="loading">
             {(0..8).map(|_| view! { <div class="skeleton-row"></div> }).map(IntoAny::into_any).collect_view()}
         </div>
     }

@@ -101,12 +101,13 @@ pub fn ServicePage() -> impl IntoView {
                     (Some(Ok(())), true) => Ok(view! {
                         <ServiceHeader name />
                         <div class="service-nav">
-                            <nav class="tabs" aria-label="Service sections" role="tablist">
+                            // Links, not ARIA tabs: each section is its own URL, and the Releases link leaves the
+                            // page, which a tablist may not hold.
+                            <nav class="tabs" aria-label="Service sections">
                                 {Tab::ALL.into_iter().map(|t| view! {
                                     <a
                                         href=move || page_href(&name.get(), t, env.get().as_deref())
-                                        role="tab"
-                                        aria-selected=move || (tab.get() == t).to_string()
+                                        aria-current=move || (tab.get() == t).then_some("page")
                                         class:active=move || tab.get() == t
                                         data-testid=format!("tab-{}", t.label().to_lowercase())
                                     >{t.label()}</a>
@@ -115,7 +116,7 @@ pub fn ServicePage() -> impl IntoView {
                             </nav>
                             <EnvironmentPicker name tab env />
                         </div>
-                        <div class="tab-panel" role="tabpanel">
+                        <div class="tab-panel">
                             {move || match tab.get() {
                                 Tab::Deployments => view! { <DeploymentsTab name env owner /> }.into_any(),
                                 Tab::Dependencies => view! { <DependencyGraph focus=name.into() /> }.into_any(),
@@ -138,7 +139,7 @@ pub fn ServicePage() -> impl IntoView {
 #[component]
 fn HeaderSkeleton() -> impl IntoView {
     view! {
-        <div class="skeleton" aria-busy="true" aria-label="Loading the service" data-testid="loading">
+        <div class="skeleton" role="status" aria-busy="true" aria-label="Loading the service" data-testid="loading">
             <div class="skeleton-row skeleton-title"></div>
             <div class="skeleton-row"></div>
             <div class="cards">
@@ -233,13 +234,22 @@ fn EnvironmentPicker(
             <a href=move || page_href(&name.get(), tab.get(), None)
                 aria-current=move || env.get().is_none().then_some("true")
                 data-testid="env-all">"All environments"</a>
-            {move || choices.get().into_iter().map(|choice| {
-                let selected = env.get().as_deref() == Some(choice.as_str());
-                let href = page_href(&name.get(), tab.get(), Some(&choice));
-                view! {
-                    <a href=href aria-current=selected.then_some("true") data-testid="env-option" data-env=choice.clone()>{choice.clone()}</a>
-                }
-            }).map(IntoAny::into_any).collect_view()}
+            // Keyed, with reactive attributes: choosing an environment keeps the same link (and the keyboard
+            // focus on it) instead of drawing new ones.
+            <For each=move || choices.get() key=Clone::clone let:choice>
+                <a
+                    href={
+                        let choice = choice.clone();
+                        move || page_href(&name.get(), tab.get(), Some(&choice))
+                    }
+                    aria-current={
+                        let choice = choice.clone();
+                        move || (env.get().as_deref() == Some(choice.as_str())).then_some("true")
+                    }
+                    data-testid="env-option"
+                    data-env=choice.clone()
+                >{choice.clone()}</a>
+            </For>
         </nav>
     }
 }
@@ -314,7 +324,7 @@ fn DeploymentsTab(
     view! {
         {move || match status.get() {
                 None => view! {
-                    <div class="cards" aria-busy="true" aria-label="Loading deployments" data-testid="loading">
+                    <div class="cards" role="status" aria-busy="true" aria-label="Loading deployments" data-testid="loading">
                         <div class="skeleton-card"></div>
                         <div class="skeleton-card"></div>
                     </div>
@@ -391,7 +401,7 @@ fn LoadedDatabasesTab(
     view! {
             {move || match databases.get() {
                 None => view! {
-                    <div class="skeleton" aria-busy="true" aria-label="Loading databases" data-testid="loading">
+                    <div class="skeleton" role="status" aria-busy="true" aria-label="Loading databases" data-testid="loading">
                         <div class="skeleton-row"></div><div class="skeleton-row"></div>
                     </div>
                 }.into_any(),
