@@ -105,10 +105,12 @@ pub fn seed(clusters: &Clusters, count: usize, base: Timestamp) -> anyhow::Resul
         .context("the management cluster is always defined")?;
     let mut objects: Vec<Value> = Vec::new();
     for plan in &plans {
-        objects.push(to_json(&crate::platform::component(plan)));
+        objects.push(fixtures::platform::to_json(&crate::platform::component(
+            plan,
+        )));
         for env in ENVIRONMENTS {
             if let Some(release) = fixtures::platform::released(plan, env, &histories, base) {
-                objects.push(to_json(&release));
+                objects.push(fixtures::platform::to_json(&release));
             }
             objects.extend(argocd::application(plan, env, &histories, base));
         }
@@ -140,14 +142,4 @@ pub fn seed(clusters: &Clusters, count: usize, base: Timestamp) -> anyhow::Resul
             .with_context(|| format!("seeding the {env} cluster"))?;
     }
     Ok(())
-}
-
-fn to_json<K: serde::Serialize + kube::Resource<DynamicType = ()>>(object: &K) -> Value {
-    // Plain structs of strings and lists always serialize.
-    let mut value = serde_json::to_value(object).unwrap_or_default();
-    if let Some(map) = value.as_object_mut() {
-        map.insert("apiVersion".into(), K::api_version(&()).into_owned().into());
-        map.insert("kind".into(), K::kind(&()).into_owned().into());
-    }
-    value
 }

@@ -626,20 +626,17 @@ async fn two_clusters_are_independent() {
         .create(config_map("apps", "only-in-prod", json!({})))
         .unwrap();
 
-    let dev = within(
-        sandbox
-            .config_maps("dev", "apps")
-            .list(&ListParams::default()),
-    )
-    .await
-    .unwrap();
-    let prod = within(
-        sandbox
-            .config_maps("prod", "apps")
-            .list(&ListParams::default()),
-    )
-    .await
-    .unwrap();
+    let apps_in = async |cluster| {
+        within(
+            sandbox
+                .config_maps(cluster, "apps")
+                .list(&ListParams::default()),
+        )
+        .await
+        .unwrap()
+    };
+    let dev = apps_in("dev").await;
+    let prod = apps_in("prod").await;
     assert_eq!(names(dev.items), ["only-in-dev", "x"]);
     assert_eq!(names(prod.items), ["only-in-prod"]);
     assert_eq!(

@@ -487,19 +487,15 @@ async fn bad_requests_get_githubs_error_shape_naming_the_field() {
     .await
     .unwrap();
     assert_eq!(created.status(), 201);
-    let first = post(
-        &pulls,
-        json!({"title": "t", "head": branch, "base": "main"}),
-    )
-    .await
-    .unwrap();
+    let open_pull = || {
+        post(
+            &pulls,
+            json!({"title": "t", "head": branch, "base": "main"}),
+        )
+    };
+    let first = open_pull().await.unwrap();
     assert_eq!(first.status(), 201);
-    let second = post(
-        &pulls,
-        json!({"title": "t", "head": branch, "base": "main"}),
-    )
-    .await
-    .unwrap();
+    let second = open_pull().await.unwrap();
     assert_eq!(second.status(), 422);
     let body: Value = second.json().await.unwrap();
     assert_eq!(

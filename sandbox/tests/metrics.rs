@@ -40,17 +40,19 @@ async fn last_hour(base: &str, query: &str, now: jiff::Timestamp) -> (u16, Value
     (response.status().as_u16(), response.json().await.unwrap())
 }
 
+/// The JSON answer to `request`.
+async fn json_of(request: reqwest::RequestBuilder) -> Value {
+    request.send().await.unwrap().json().await.unwrap()
+}
+
 /// An instant query's first value, or "none".
 async fn instant(base: &str, query: &str) -> String {
-    let body: Value = reqwest::Client::new()
-        .get(format!("{base}/api/v1/query"))
-        .query(&[("query", query)])
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let body = json_of(
+        reqwest::Client::new()
+            .get(format!("{base}/api/v1/query"))
+            .query(&[("query", query)]),
+    )
+    .await;
     body["data"]["result"][0]["value"][1]
         .as_str()
         .unwrap_or("none")
@@ -201,15 +203,12 @@ async fn the_fallback_answers_latency_cpu_memory_and_restarts_by_get_and_post() 
         assert!(value > 0.0, "{query}: {body}");
 
         let at = now.as_second().to_string();
-        let instant: Value = client
-            .post(format!("{base}/api/v1/query"))
-            .form(&[("query", query.as_str()), ("time", at.as_str())])
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let instant = json_of(
+            client
+                .post(format!("{base}/api/v1/query"))
+                .form(&[("query", query.as_str()), ("time", at.as_str())]),
+        )
+        .await;
         assert_eq!(instant["data"]["resultType"], "vector", "{instant}");
         assert_eq!(instant["data"]["result"][0]["value"][0], now.as_second());
     }

@@ -21,20 +21,20 @@ const STOP: Duration = Duration::from_secs(30);
 
 #[test]
 fn sigterm_stops_tower_serve_on_the_sandbox_with_status_0_and_nothing_left() {
-    let mut tower = Tower::serve_sandbox();
-    let children = tower.descendants_with_prometheus();
-    let status = tower.signal_and_wait(Signal::TERM);
-    assert_eq!(status.code(), Some(0), "tower serve exited with {status}");
-    assert_all_gone(&children);
-    tower.assert_nothing_left();
+    assert_clean_stop(Tower::serve_sandbox(), Signal::TERM, "tower serve");
 }
 
 #[test]
 fn sigint_stops_tower_sandbox_with_status_0_and_nothing_left() {
-    let mut tower = Tower::sandbox();
+    assert_clean_stop(Tower::sandbox(), Signal::INT, "tower sandbox");
+}
+
+/// Sends `signal` to a running `tower` and checks it stopped cleanly: status 0, none of its children left,
+/// nothing left in its `TMPDIR`.
+fn assert_clean_stop(mut tower: Tower, signal: Signal, what: &str) {
     let children = tower.descendants_with_prometheus();
-    let status = tower.signal_and_wait(Signal::INT);
-    assert_eq!(status.code(), Some(0), "tower sandbox exited with {status}");
+    let status = tower.signal_and_wait(signal);
+    assert_eq!(status.code(), Some(0), "{what} exited with {status}");
     assert_all_gone(&children);
     tower.assert_nothing_left();
 }

@@ -2,7 +2,8 @@
 //! the `Location` Tower answers and the cookies it sets. The same payload table runs in Chromium in
 //! `end2end/tests/open-redirect.spec.ts`.
 
-use axum::http::StatusCode;
+use axum::body::Body;
+use axum::http::{Response, StatusCode};
 use url::Url;
 
 use crate::TestApp;
@@ -19,12 +20,16 @@ fn encode(value: &str) -> String {
     url::form_urlencoded::byte_serialize(value.as_bytes()).collect()
 }
 
+/// Signs ada in on a fresh Tower from a link to `/auth/github/start?<start_query>`: the start and callback
+/// responses.
+async fn sign_in_from(start_query: &str) -> (Response<Body>, Response<Body>) {
+    let app = TestApp::start().await;
+    app.sign_in_through_forge(start_query, "ada").await
+}
+
 #[tokio::test]
 async fn the_reported_tab_payload_returns_the_user_to_the_overview() {
-    let app = TestApp::start().await;
-    let (_, callback) = app
-        .sign_in_through_forge("return_to=/%09/evil.example/x", "ada")
-        .await;
+    let (_, callback) = sign_in_from("return_to=/%09/evil.example/x").await;
     assert_eq!(callback.status(), StatusCode::SEE_OTHER);
     assert_eq!(callback.headers()["location"], "/");
 }
@@ -52,11 +57,8 @@ async fn every_payload_of_the_table_lands_on_tower_after_signing_in() {
 
 #[tokio::test]
 async fn a_return_to_carrying_a_line_break_cannot_add_a_header_or_a_cookie() {
-    let app = TestApp::start().await;
-    let (start, callback) = app
-        .sign_in_through_forge("return_to=/prs%0d%0aSet-Cookie:%20evil=1", "ada")
-        .await;
-    let cookies = |response: &axum::http::Response<axum::body::Body>| -> Vec<String> {
+    let (start, callback) = sign_in_from("return_to=/prs%0d%0aSet-Cookie:%20evil=1").await;
+    let cookies = |response: &Response<Body>| -> Vec<String> {
         response
             .headers()
             .get_all("set-cookie")
