@@ -153,7 +153,7 @@ async fn github_callback(
 fn sign_in_failed(jar: PrivateCookieJar, message: &str) -> Response {
     let location = format!(
         "/sign-in?error={}",
-        crate::upstream::github_oauth::urlencode(message)
+        shared::url::encode_query_value(message)
     );
     (jar, sinks::see_other(&location)).into_response()
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use secrecy::{ExposeSecret as _, SecretString};
 use serde::Deserialize;
+use shared::url::encode_query_value;
 
 /// Failures talking to the OAuth provider. Their text goes to the log, never to a browser.
 #[derive(Debug, thiserror::Error)]
@@ -126,7 +127,7 @@ impl OAuthClient {
         ];
         let encoded: Vec<String> = query
             .iter()
-            .map(|(k, v)| format!("{k}={}", urlencode(v)))
+            .map(|(k, v)| format!("{k}={}", encode_query_value(v)))
             .collect();
         format!("{}?{}", self.authorize_url, encoded.join("&"))
     }
@@ -186,17 +187,4 @@ impl OAuthClient {
             .json()
             .await?)
     }
-}
-
-/// Percent-encodes a query value (RFC 3986 unreserved characters pass through).
-pub fn urlencode(value: &str) -> String {
-    value
-        .bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
