@@ -103,12 +103,24 @@ pub fn dist(index_template: Option<&Path>) -> Result<()> {
         .generate(&staging)
         .with_context(|| format!("wasm-bindgen on {}", display_path(&raw_wasm)))?;
 
+    // The main module and every lazy one, optimized side by side: wasm-opt runs each on one core, and the
+    // lazy modules are many.
     let optimized = staging.join(format!("{OUT_NAME}_opt.wasm"));
-    optimize(
-        &wasm_opt,
-        &staging.join(format!("{OUT_NAME}_bg.wasm")),
-        &optimized,
-    )?;
+    let mut jobs = vec![(
+        staging.join(format!("{OUT_NAME}_bg.wasm")),
+        optimized.clone(),
+    )];
+    let mut lazy_modules = Vec::new();
+    for module in &split.split_modules {
+        let stem = module
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .with_context(|| format!("odd split module name {}", display_path(module)))?;
+        let opt = staging.join(format!("{stem}_opt.wasm"));
+        jobs.push((module.clone(), opt.clone()));
+        lazy_modules.push((stem.to_owned(), opt));
+    }
+    optimize_all(&wasm_opt, &jobs)?;
 
     let dist = root.join("dist");
     recreate_dir(&dist)?;
@@ -124,14 +136,8 @@ pub fn dist(index_template: Option<&Path>) -> Result<()> {
     let mut loader = fs::read_to_string(&loader_path)
         .with_context(|| format!("reading {}", display_path(&loader_path)))?;
     let mut lazy = Vec::new();
-    for module in &split.split_modules {
-        let stem = module
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .with_context(|| format!("odd split module name {}", display_path(module)))?;
-        let opt = staging.join(format!("{stem}_opt.wasm"));
-        optimize(&wasm_opt, module, &opt)?;
-        let bytes = fs::read(&opt)?;
+    for (stem, opt) in &lazy_modules {
+        let bytes = fs::read(opt)?;
         let label = lazy_label(stem);
         let name = format!("{OUT_NAME}-{label}-{}.wasm", content_hash(&bytes));
         let fetched = format!("\"./{stem}.wasm\"");
@@ -213,6 +219,35 @@ pub fn dist(index_template: Option<&Path>) -> Result<()> {
     print_sizes(&first_load, &lazy);
     println!("dist: wrote {}", display_path(&dist));
     Ok(())
+}
+
+/// [`optimize`] over every `(input, output)` pair, as many at once as the machine has cores; the first
+/// failure is returned once the running ones have finished.
+fn optimize_all(wasm_opt: &Path, jobs: &[(PathBuf, PathBuf)]) -> Result<()> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let workers = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .min(jobs.len().max(1));
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| -> Result<()> {
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some((input, output)) = jobs.get(i) else {
+                            return Ok(());
+                        };
+                        optimize(wasm_opt, input, output)?;
+                    }
+                })
+            })
+            .collect();
+        handles.into_iter().try_for_each(|handle| {
+            handle
+                .join()
+                .map_err(|_| anyhow::anyhow!("a wasm-opt worker panicked"))?
+        })
+    })
 }
 
 /// `wasm-opt` from `input` to `output`, with the passes that give the fewest bytes after brotli.

@@ -2,6 +2,7 @@
 //! root, and loses the per-package variables `cargo run` gave xtask.
 
 use std::ffi::OsStr;
+use std::fs;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -203,7 +204,7 @@ pub fn end2end_dir() -> PathBuf {
 /// `end2end/node_modules` already exists.
 pub fn ensure_node_modules() -> Result<()> {
     let dir = end2end_dir();
-    if dir.join("node_modules").is_dir() {
+    if node_modules_match_lock(&dir) {
         return Ok(());
     }
     let mut npm = command("npm");
@@ -212,6 +213,20 @@ pub fn ensure_node_modules() -> Result<()> {
         // Tests drive Debian's Chromium; Playwright's own browser download is 100+ MB of waste.
         .env("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1");
     run(&mut npm).context("installing end2end/ npm packages (is Node.js installed?)")
+}
+
+/// Whether `dir/node_modules` was installed from the current `package-lock.json`: npm writes
+/// `node_modules/.package-lock.json` on every install, so a lock file changed since (a pull that adds a
+/// package) is newer than it, and the packages must be installed again.
+fn node_modules_match_lock(dir: &Path) -> bool {
+    let modified = |path: PathBuf| fs::metadata(path).and_then(|meta| meta.modified()).ok();
+    match (
+        modified(dir.join("node_modules/.package-lock.json")),
+        modified(dir.join("package-lock.json")),
+    ) {
+        (Some(installed), Some(locked)) => installed >= locked,
+        _ => false,
+    }
 }
 
 #[cfg(test)]
