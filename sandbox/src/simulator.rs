@@ -80,11 +80,15 @@ impl std::str::FromStr for Pace {
     }
 }
 
-/// The service whose build of main is running when a demo starts, and what it builds.
+/// The service whose build of main is running when a demo starts, and what it builds: it finishes and rolls
+/// out to dev (Argo CD's sync about 20 s after the start, then the canary's steps).
 pub const WARM_UP: (&str, &str) = ("search", "Rank exact matches first");
-/// How long before the demo starts its first commit was pushed: its build (about five and a half minutes)
-/// finishes a few seconds after the start, so dev's canary starts within the first half minute.
-const WARM_UP_LEAD: i64 = 5 * 60 + 36;
+/// How long before the demo starts [`WARM_UP`] was pushed: its build takes about five and a half minutes.
+const WARM_UP_LEAD: i64 = 5 * 60 + 57;
+/// A teammate's push whose tests fail about 45 s after the start: the demo's first red build.
+pub const WARM_UP_RED: (&str, &str) = ("cart", "Keep carts across devices (tests fail)");
+/// How long before the demo starts [`WARM_UP_RED`] was pushed: its tests fail 141 s after the push.
+const WARM_UP_RED_LEAD: i64 = 96;
 
 /// Simulated time: the wall clock sped up, or a clock only a test moves.
 #[derive(Debug)]
@@ -449,18 +453,19 @@ impl Simulator {
         state.demo = true;
         state.pace = Some(pace);
         let now = whole(self.now());
-        let (service, message) = WARM_UP;
-        // Pushed in the past: the steps of its build that are already due run at their own (past) times
+        // Pushed in the past: the steps of their builds that are already due run at their own (past) times
         // on the first step, the rest as the clock reaches them.
-        let pushed = secs(now, -WARM_UP_LEAD);
-        if let Err(error) = self
-            .inner
-            .push_commit(&mut state, pushed, service, message, true)
-        {
-            tracing::warn!(
-                error = format!("{error:#}"),
-                "the demo's first commit failed"
-            );
+        for ((service, message), lead, green) in [
+            (WARM_UP, WARM_UP_LEAD, true),
+            (WARM_UP_RED, WARM_UP_RED_LEAD, false),
+        ] {
+            let pushed = secs(now, -lead);
+            if let Err(error) = self
+                .inner
+                .push_commit(&mut state, pushed, service, message, green)
+            {
+                tracing::warn!(error = format!("{error:#}"), "a demo's first commit failed");
+            }
         }
         let (low, high) = pace.interval();
         let first = state.rng.range(low / 2, high / 2) as i64;

@@ -152,3 +152,52 @@ fn the_same_start_gives_the_same_world_and_a_later_one_the_same_world_shifted() 
         }
     }
 }
+
+#[tokio::test]
+async fn the_demo_rolls_a_build_of_main_out_to_dev_within_half_a_minute() {
+    let mut options = Options::new(SocketAddr::from(([127, 0, 0, 1], 0)));
+    options.simulate = sandbox::Simulate::Manual;
+    let sandbox = Sandbox::start_with(options).await.unwrap();
+    let simulator = sandbox.simulator().unwrap();
+    let start = simulator.now();
+    simulator.start_demo(sandbox::simulator::Pace::Calm);
+    simulator.advance(std::time::Duration::from_secs(60));
+    let (service, _) = sandbox::simulator::WARM_UP;
+    let (red, _) = sandbox::simulator::WARM_UP_RED;
+    let journal = simulator.journal();
+    let within = |seconds: i64| -> Vec<&String> {
+        journal
+            .iter()
+            .filter(|line| {
+                let at = line
+                    .split(' ')
+                    .next()
+                    .unwrap()
+                    .parse::<Timestamp>()
+                    .unwrap();
+                at >= start && at.as_second() - start.as_second() <= seconds
+            })
+            .collect()
+    };
+    let after_start = within(30);
+    println!("{}", journal.join("\n"));
+    assert!(
+        after_start
+            .iter()
+            .any(|line| line.contains(&format!("{service}-dev")) && line.contains("sync")),
+        "no sync of {service} in dev within 30 s"
+    );
+    assert!(
+        after_start
+            .iter()
+            .any(|line| line.contains(&format!("rollouts: {service} dev"))),
+        "no canary of {service} in dev within 30 s"
+    );
+    // A red build fails in the first minute too, so the feed has a second thing to show early.
+    assert!(
+        within(60)
+            .iter()
+            .any(|line| line.contains(&format!("{red}-build")) && line.contains("Failed")),
+        "no red build of {red} within a minute"
+    );
+}
