@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use shared::api::{self, Endpoint};
 use shared::delivery::{
-    BuildView, ChangePreview, MovePreview, PullRequestView, ReleaseDetail, ReleasePage,
+    BuildView, ChangePreview, MovePreview, PullRequestView, ReleaseDetail, ReleasePage, Scaffold,
     SchemaVersionView,
 };
 use shared::fleet::{
@@ -96,6 +96,11 @@ where
         Some(url) => call::<OnService>(&url, body).await,
         None => call::<Fleetwide>(&fleetwide(), body).await,
     }
+}
+
+/// The scaffold templates and versions the platform offers for new services.
+pub async fn list_scaffolds() -> Result<Vec<Scaffold>> {
+    call::<api::ListScaffolds>(&api::ListScaffolds::url(), None).await
 }
 
 /// The service's green builds, newest first.

@@ -29,8 +29,8 @@ use serde_json::{Value, json};
 
 use crate::apiserver::{ClusterStore, Clusters, ResourceType};
 use crate::world::{
-    ARGOCD_NAMESPACE, CI_NAMESPACE, Commit, ENVIRONMENTS, Histories, PLATFORM_NAMESPACE,
-    ServicePlan,
+    self, ARGOCD_NAMESPACE, CI_NAMESPACE, Commit, DAY, ENVIRONMENTS, Histories, MINUTE,
+    PLATFORM_NAMESPACE, ServicePlan, Timeline,
 };
 
 /// Every kind the fixtures use beyond the apiserver's built-in core and apps types, at the version the
@@ -274,13 +274,41 @@ pub(crate) fn after(at: Timestamp, seconds: i64) -> Timestamp {
         .unwrap_or(at)
 }
 
-/// When a commit was made; a history without parseable times gets them a day apart before `base`.
+/// When a commit was made; a history without parseable times gets them a day before `base`, and nothing is
+/// later than a minute before `base` (the moment the objects are built for).
 pub(crate) fn commit_time(commit: &Commit, base: Timestamp) -> Timestamp {
     commit
         .time
         .parse::<Timestamp>()
-        .unwrap_or_else(|_| before(base, 86_400))
-        .min(before(base, 3_600))
+        .unwrap_or_else(|_| before(base, DAY))
+        .min(before(base, MINUTE))
+}
+
+/// When the platform itself was installed in a world seeded at `base`: what existed before every service
+/// (the platform's namespaces, Argo CD's projects and ApplicationSets, Tekton's Tasks, stores, XRDs).
+pub(crate) fn installed(base: Timestamp) -> Timestamp {
+    let timeline = Timeline::ending_at(base);
+    timeline.at(timeline.bootstrapped())
+}
+
+/// When `service`'s onboarding pull request was merged in a world seeded at `base`: when its Component,
+/// Releases, Databases and schemas appeared on the management cluster (`base` for a service outside the
+/// plan).
+pub(crate) fn merged_onboarding(service: &str, base: Timestamp) -> Timestamp {
+    let timeline = Timeline::ending_at(base);
+    world::service_index(service)
+        .map(|index| timeline.at(timeline.onboarded(index) + 25 * MINUTE))
+        .unwrap_or(base)
+}
+
+/// When the ApplicationSet created `service`'s Applications (and Argo CD its namespaces, charts' objects,
+/// claims and secrets) in a world seeded at `base`; `base` itself for a service outside the plan, which
+/// was created just now.
+pub(crate) fn onboarded(service: &str, base: Timestamp) -> Timestamp {
+    let timeline = Timeline::ending_at(base);
+    world::service_index(service)
+        .map(|index| timeline.at(timeline.applications_created(index)))
+        .unwrap_or(base)
 }
 
 /// FNV-1a over the parts: stable ids, hashes and suffixes without an RNG.
@@ -367,7 +395,8 @@ pub fn deploy_history(plan: &ServicePlan, environment: &str) -> Vec<usize> {
 }
 
 /// When commit `index` of `plan` was deployed to `environment`: dev minutes after its build, prod the next
-/// working day; never later than a quarter of an hour before `base`.
+/// working day, never before the service's Applications existed (after its scaffold's onboarding), and
+/// never later than a minute before `base`.
 pub fn deployed_at(
     plan: &ServicePlan,
     environment: &str,
@@ -378,13 +407,19 @@ pub fn deployed_at(
     let built = histories
         .commit(plan.name, index)
         .map(|commit| commit_time(commit, base))
-        .unwrap_or_else(|| before(base, 86_400));
+        .unwrap_or_else(|| before(base, DAY));
+    let first_sync = histories
+        .commit(plan.name, 0)
+        .map(|scaffold| after(commit_time(scaffold, base), world::FIRST_SYNC_DELAY))
+        .unwrap_or(built);
     let delay = if environment == "prod" {
-        26 * 3_600
+        world::PROD_DEPLOY_DELAY
     } else {
-        1_200
+        world::DEV_DEPLOY_DELAY
     };
-    after(built, delay).min(before(base, 900))
+    after(built, delay)
+        .max(first_sync)
+        .min(before(base, MINUTE))
 }
 
 /// The URL of the workload cluster of `environment`, as Argo CD's cluster secret names it.

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
-use crate::world::{Commit, GITOPS_REPOSITORY, Histories, ORGANISATION, SERVICES};
+use crate::world::{Commit, GITOPS_REPOSITORY, Histories, ORGANISATION, SERVICES, Timeline};
 
 /// What can go wrong building or reading a repository.
 #[derive(Debug, thiserror::Error)]
@@ -411,6 +411,7 @@ pub struct MergedPull {
 pub struct Builder {
     root: Option<PathBuf>,
     release_history: Option<usize>,
+    timeline: Timeline,
 }
 
 impl Builder {
@@ -424,6 +425,12 @@ impl Builder {
     /// history the Releases tab pages through), ending at the plan's previous and current prod versions.
     pub fn release_history(mut self, commits: usize) -> Self {
         self.release_history = Some(commits.max(2));
+        self
+    }
+
+    /// Lays the histories out to end just before `timeline`'s start (by default, the fixed world's).
+    pub fn timeline(mut self, timeline: Timeline) -> Self {
+        self.timeline = timeline;
         self
     }
 
@@ -455,7 +462,8 @@ impl Builder {
                 .enumerate()
                 .map(|(index, plan)| {
                     let dir = org.join(format!("{}.git", plan.name));
-                    scope.spawn(move || build_service(&dir, plan, index))
+                    let timeline = &self.timeline;
+                    scope.spawn(move || build_service(&dir, plan, index, timeline))
                 })
                 .collect();
             handles
@@ -477,6 +485,7 @@ impl Builder {
             &org.join(format!("{GITOPS_REPOSITORY}.git")),
             &histories,
             self.release_history,
+            &self.timeline,
         )?;
         Ok(Repositories {
             root,
@@ -520,9 +529,10 @@ fn build_service(
     dir: &Path,
     plan: &crate::world::ServicePlan,
     index: usize,
+    timeline: &Timeline,
 ) -> Result<(String, Vec<Commit>)> {
     let mut stream = stream::Stream::default();
-    let planned = services::write_history(&mut stream, plan, index)?;
+    let planned = services::write_history(&mut stream, plan, index, timeline)?;
     let marks = import(dir, stream.finish())?;
     let commits = planned
         .iter()

@@ -51,6 +51,11 @@ pub struct Options {
     pub speed: f64,
     /// Generate this many extra services (`svc-0001`…) with their objects, for benchmarks.
     pub scale: Option<usize>,
+    /// Where the world starts (its history ends just before): now when unset. A manual clock always
+    /// starts at [`simulator::MANUAL_EPOCH`].
+    pub epoch: Option<jiff::Timestamp>,
+    /// How busy the demo's developers are in [`Simulate::RealTime`].
+    pub pace: simulator::Pace,
 }
 
 /// Whether and how the simulator runs.
@@ -76,6 +81,8 @@ impl Options {
             simulate: Simulate::Off,
             speed: 1.0,
             scale: None,
+            epoch: None,
+            pace: simulator::Pace::default(),
         }
     }
 }
@@ -107,18 +114,23 @@ impl Sandbox {
     /// Starts a sandbox as `options` say.
     pub async fn start_with(options: Options) -> anyhow::Result<Self> {
         let supervisor = supervisor::Supervisor::new()?;
+        let clock = match options.simulate {
+            Simulate::Manual => simulator::Clock::manual(simulator::MANUAL_EPOCH),
+            Simulate::Off | Simulate::RealTime => simulator::Clock::real_from(
+                options.epoch.unwrap_or_else(jiff::Timestamp::now),
+                options.speed,
+            ),
+        };
+        // The one start every part of the world is laid out from (whole seconds, as Kubernetes writes
+        // timestamps): the history ends just before it.
+        let timeline = world::Timeline::ending_at(clock.now());
+        let base = timeline.start();
         let repositories = git::Repositories::builder()
             .root(supervisor.folder("git")?)
+            .timeline(timeline)
             .build()
             .context("building the git repositories")?;
         let clusters = Clusters::new(&CLUSTERS, platform_types());
-        let clock = match options.simulate {
-            Simulate::Manual => simulator::Clock::manual(simulator::MANUAL_EPOCH),
-            Simulate::Off | Simulate::RealTime => simulator::Clock::real(options.speed),
-        };
-        // Whole seconds, as Kubernetes writes timestamps.
-        let now = clock.now();
-        let base = jiff::Timestamp::from_second(now.as_second()).unwrap_or(now);
         fixtures::seed_at(&clusters, repositories.histories(), base)
             .context("seeding the fixtures")?;
         if let Some(count) = options.scale {
@@ -143,14 +155,9 @@ impl Sandbox {
         let argocd = argocd::ArgoCd::new(management, destinations, ARGOCD_TOKEN);
         let metrics = if options.metrics {
             Some(
-                metrics::Metrics::start(
-                    options.seed,
-                    jiff::Timestamp::now(),
-                    &world::SERVICES,
-                    &supervisor,
-                )
-                .await
-                .context("starting metrics")?,
+                metrics::Metrics::start(options.seed, base, &world::SERVICES, &supervisor)
+                    .await
+                    .context("starting metrics")?,
             )
         } else {
             None
@@ -185,7 +192,7 @@ impl Sandbox {
         };
         let simulation = match (&simulator, options.simulate) {
             (Some(simulator), Simulate::RealTime) => {
-                simulator.start_demo_commits();
+                simulator.start_demo(options.pace);
                 Some(simulator.spawn())
             }
             _ => None,

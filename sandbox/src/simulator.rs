@@ -36,9 +36,9 @@ use crate::forge::{Forge, MergeEvent};
 use crate::git::Repositories;
 use crate::world::Commit;
 
-/// Where a manual clock starts: 2026-11-20T09:00:00Z, after every planned commit, so two manual runs
-/// seed the same fixtures and write the same commits.
-pub const MANUAL_EPOCH: Timestamp = Timestamp::constant(1_795_165_200, 0);
+/// Where a manual clock starts: the fixed world's start, 2026-11-20T09:00:00Z, so two manual runs seed the
+/// same fixtures and write the same commits.
+pub const MANUAL_EPOCH: Timestamp = crate::world::FIXED_START;
 
 /// How long the real-time loop sleeps between steps (wall time).
 const TICK: Duration = Duration::from_millis(100);
@@ -46,6 +46,49 @@ const TICK: Duration = Duration::from_millis(100);
 const JOURNAL_LIMIT: usize = 2_000;
 /// Actions queued at most; beyond this, new actions are dropped with a warning (a bug, not a workload).
 const QUEUE_LIMIT: usize = 100_000;
+
+/// How busy the demo's developers are: how often one of them pushes to main.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Pace {
+    /// A push every one and a half to three and a half minutes: with each build's result, Argo CD's sync and
+    /// the canary's steps, about one visible event a minute across the fleet.
+    #[default]
+    Calm,
+    /// A push every half minute to a minute and a half, for a demo that should never be quiet.
+    Busy,
+}
+
+impl Pace {
+    /// Seconds between two demo pushes, as a range to draw from.
+    fn interval(self) -> (u64, u64) {
+        match self {
+            Pace::Calm => (90, 210),
+            Pace::Busy => (30, 90),
+        }
+    }
+}
+
+impl std::str::FromStr for Pace {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "calm" => Ok(Pace::Calm),
+            "busy" => Ok(Pace::Busy),
+            other => Err(format!("unknown pace {other:?}: calm or busy")),
+        }
+    }
+}
+
+/// The service whose build of main is running when a demo starts, and what it builds: it finishes and rolls
+/// out to dev (Argo CD's sync about 20 s after the start, then the canary's steps).
+pub const WARM_UP: (&str, &str) = ("search", "Rank exact matches first");
+/// How long before the demo starts [`WARM_UP`] was pushed: its build takes about five and a half minutes.
+const WARM_UP_LEAD: i64 = 5 * 60 + 57;
+/// A teammate's push whose tests fail about 45 s after the start: the demo's first red build.
+pub const WARM_UP_RED: (&str, &str) = ("cart", "Keep carts across devices (tests fail)");
+/// How long before the demo starts [`WARM_UP_RED`] was pushed: its tests fail 141 s after the push.
+const WARM_UP_RED_LEAD: i64 = 96;
 
 /// Simulated time: the wall clock sped up, or a clock only a test moves.
 #[derive(Debug)]
@@ -66,6 +109,11 @@ enum ClockKind {
 impl Clock {
     /// Real time scaled by `speed` (10: ten simulated seconds per wall second), starting now.
     pub fn real(speed: f64) -> Self {
+        Self::real_from(Timestamp::now(), speed)
+    }
+
+    /// Real time scaled by `speed`, starting at `origin` (a pinned `--epoch`) and moving from there.
+    pub fn real_from(origin: Timestamp, speed: f64) -> Self {
         let speed = if speed.is_finite() && speed > 0.0 {
             speed
         } else {
@@ -74,7 +122,7 @@ impl Clock {
         Self {
             kind: ClockKind::Real {
                 started: std::time::Instant::now(),
-                origin: Timestamp::now(),
+                origin,
                 speed,
             },
         }
@@ -289,6 +337,8 @@ struct State {
     runs_kept: BTreeMap<String, usize>,
     journal: VecDeque<String>,
     demo: bool,
+    /// The demo's pace; `None` for the even pace of [`Simulator::start_demo_commits`].
+    pace: Option<Pace>,
 }
 
 struct Inner {
@@ -349,6 +399,7 @@ impl Simulator {
             runs_kept: BTreeMap::new(),
             journal: VecDeque::new(),
             demo: false,
+            pace: None,
         };
         state.schedule(secs(now, 5), Action::Logs);
         state.schedule(secs(now, 60), Action::CrashLoops);
@@ -389,6 +440,36 @@ impl Simulator {
             let now = self.now();
             state.schedule(secs(now, 90), Action::DemoCommit);
         }
+    }
+
+    /// Starts the demo: a build of main that began a few minutes before now finishes within seconds and
+    /// rolls out to dev (so something visibly happens in the first half minute), then the developers push
+    /// at `pace`.
+    pub fn start_demo(&self, pace: Pace) {
+        let mut state = self.inner.lock();
+        if state.demo {
+            return;
+        }
+        state.demo = true;
+        state.pace = Some(pace);
+        let now = whole(self.now());
+        // Pushed in the past: the steps of their builds that are already due run at their own (past) times
+        // on the first step, the rest as the clock reaches them.
+        for ((service, message), lead, green) in [
+            (WARM_UP, WARM_UP_LEAD, true),
+            (WARM_UP_RED, WARM_UP_RED_LEAD, false),
+        ] {
+            let pushed = secs(now, -lead);
+            if let Err(error) = self
+                .inner
+                .push_commit(&mut state, pushed, service, message, green)
+            {
+                tracing::warn!(error = format!("{error:#}"), "a demo's first commit failed");
+            }
+        }
+        let (low, high) = pace.interval();
+        let first = state.rng.range(low / 2, high / 2) as i64;
+        state.schedule(secs(now, first), Action::DemoCommit);
     }
 
     /// Processes every action due at the clock's current time, in order; returns how many ran.
@@ -648,7 +729,8 @@ impl Inner {
             }
             Action::DemoCommit => {
                 let result = self.demo_commit(state, at);
-                let next = state.rng.range(180, 480) as i64;
+                let (low, high) = state.pace.map_or((180, 480), Pace::interval);
+                let next = state.rng.range(low, high) as i64;
                 state.schedule(secs(at, next), Action::DemoCommit);
                 result
             }

@@ -7,6 +7,8 @@
 
 use std::collections::BTreeMap;
 
+use jiff::{SignedDuration, Timestamp};
+
 /// The GitHub organisation every repository lives in.
 pub const ORGANISATION: &str = "acme";
 /// The GitOps repository.
@@ -120,6 +122,15 @@ pub struct ServicePlan {
 
 /// The scaffold template version every fixture service was created from.
 pub const TEMPLATE_VERSION: &str = "1.4.0";
+
+/// The platform's scaffold templates and their versions, newest first: what the sandbox's Tower offers on
+/// the Create form (a real deployment lists its own in its configuration).
+pub const SCAFFOLDS: [(&str, &[&str]); 4] = [
+    ("go-service", &[TEMPLATE_VERSION, "1.3.2", "1.2.0"]),
+    ("node-service", &[TEMPLATE_VERSION, "1.3.1"]),
+    ("python-service", &[TEMPLATE_VERSION, "1.3.0"]),
+    ("rust-service", &[TEMPLATE_VERSION]),
+];
 
 /// The fleet: eight services, three teams, with the situations a portal must show.
 pub const SERVICES: [ServicePlan; 8] = [
@@ -297,6 +308,138 @@ pub const SERVICES: [ServicePlan; 8] = [
     },
 ];
 
+/// A minute, in seconds.
+pub const MINUTE: i64 = 60;
+/// An hour, in seconds.
+pub const HOUR: i64 = 3_600;
+/// A day, in seconds.
+pub const DAY: i64 = 86_400;
+
+/// Where a fixed world starts (the manual clock, and repositories built without a start): 2026-11-20T09:00:00Z.
+/// Commit ids depend on commit times, so a fixed start gives the same ids on every run.
+pub const FIXED_START: Timestamp = Timestamp::constant(1_795_165_200, 0);
+
+/// Services' scaffold commits are this far apart, so histories interleave.
+const SERVICE_STAGGER: i64 = 40 * MINUTE;
+/// How long before the sandbox starts the last planned commit was made: long enough for its build, the
+/// release operator, Argo CD's sync and the canary to have finished, short enough to read as "just now".
+pub const LAST_COMMIT_LEAD: i64 = 16 * MINUTE;
+/// How long the platform ran before the first service was scaffolded (Argo CD, Tekton, Crossplane and the
+/// operators were installed then).
+const BOOTSTRAP_LEAD: i64 = 2 * DAY;
+
+/// How long after a commit the release operator moves dev's Release to its build (which takes about six
+/// minutes).
+pub const DEV_RELEASE_DELAY: i64 = 8 * MINUTE;
+/// How long after a commit dev runs it: the derived files a minute after the Release, Argo CD's sync two
+/// minutes later.
+pub const DEV_DEPLOY_DELAY: i64 = 11 * MINUTE;
+/// How long after a commit its promotion to prod is opened: the next morning.
+pub const PROMOTE_DELAY: i64 = 20 * HOUR;
+/// How long after a commit prod runs it: the promotion merged 25 minutes after it was opened, the derived
+/// files 5 minutes later, Argo CD's sync 5 minutes after that.
+pub const PROD_DEPLOY_DELAY: i64 = PROMOTE_DELAY + 35 * MINUTE;
+
+/// How long after its scaffold commit a service was onboarded (its Component and Releases merged).
+pub const ONBOARD_DELAY: i64 = HOUR;
+/// How long after its scaffold commit the ApplicationSet created a service's Applications: once the
+/// release operator had derived the onboarding's files.
+pub const APPLICATIONS_DELAY: i64 = ONBOARD_DELAY + 31 * MINUTE;
+/// How long after its scaffold commit Argo CD first synced a service.
+pub const FIRST_SYNC_DELAY: i64 = APPLICATIONS_DELAY + 9 * MINUTE;
+
+/// When the world's planned history happened, laid out backwards from the moment the sandbox starts.
+///
+/// This is the one place the sandbox decides times: the git histories, the fixtures, the forge's pull
+/// requests and the metrics backfill all derive theirs from a `Timeline`, so they agree with each other and
+/// a sandbox started today shows a history that ends today. The same start gives the same world (and the
+/// same commit ids); a later start gives the same world, shifted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeline {
+    start: Timestamp,
+}
+
+impl Default for Timeline {
+    /// The fixed world of [`FIXED_START`].
+    fn default() -> Self {
+        Self::ending_at(FIXED_START)
+    }
+}
+
+impl Timeline {
+    /// A world whose planned history ends just before `start` (truncated to whole seconds, as Kubernetes
+    /// and git write times).
+    pub fn ending_at(start: Timestamp) -> Self {
+        Self {
+            start: Timestamp::from_second(start.as_second()).unwrap_or(start),
+        }
+    }
+
+    /// The moment the sandbox starts: every planned object is older.
+    pub fn start(&self) -> Timestamp {
+        self.start
+    }
+
+    /// When the first service's scaffold commit was made, in seconds since the epoch.
+    pub fn history_start(&self) -> i64 {
+        self.start.as_second() - LAST_COMMIT_LEAD - last_commit_offset()
+    }
+
+    /// When the platform itself was installed: before every service, Application and namespace.
+    pub fn bootstrapped(&self) -> i64 {
+        self.history_start() - BOOTSTRAP_LEAD
+    }
+
+    /// The commit time of commit `index` of the `service_index`-th service: one commit a day per service,
+    /// services 40 minutes apart so histories interleave.
+    pub fn commit_time(&self, service_index: usize, index: usize) -> i64 {
+        self.history_start() + offset(service_index, index)
+    }
+
+    /// When the `service_index`-th service was onboarded: its Component and Releases merged an hour
+    /// after its scaffold commit.
+    pub fn onboarded(&self, service_index: usize) -> i64 {
+        self.commit_time(service_index, 0) + ONBOARD_DELAY
+    }
+
+    /// When the ApplicationSet created the service's Applications (and Argo CD their namespaces): once the
+    /// release operator had derived the onboarding's files.
+    pub fn applications_created(&self, service_index: usize) -> i64 {
+        self.commit_time(service_index, 0) + APPLICATIONS_DELAY
+    }
+
+    /// Seconds since the epoch as a timestamp (the start when out of range).
+    pub fn at(&self, seconds: i64) -> Timestamp {
+        Timestamp::from_second(seconds).unwrap_or(self.start)
+    }
+
+    /// `seconds` before the start.
+    pub fn before_start(&self, seconds: i64) -> Timestamp {
+        self.start
+            .checked_sub(SignedDuration::from_secs(seconds))
+            .unwrap_or(self.start)
+    }
+}
+
+fn offset(service_index: usize, index: usize) -> i64 {
+    index as i64 * DAY + service_index as i64 * SERVICE_STAGGER
+}
+
+/// The offset of the last planned commit of the fleet from the first.
+fn last_commit_offset() -> i64 {
+    SERVICES
+        .iter()
+        .enumerate()
+        .map(|(service_index, plan)| offset(service_index, plan.commits.len().saturating_sub(1)))
+        .max()
+        .unwrap_or_default()
+}
+
+/// The position of `name` in [`SERVICES`] (what staggers its history), if it is one.
+pub fn service_index(name: &str) -> Option<usize> {
+    SERVICES.iter().position(|s| s.name == name)
+}
+
 /// Looks a service plan up by name.
 pub fn service(name: &str) -> Option<&'static ServicePlan> {
     SERVICES.iter().find(|s| s.name == name)
@@ -424,6 +567,36 @@ mod tests {
         }
         assert_eq!(SERVICES.len(), 8);
         assert_eq!(TEAMS.len(), 3);
+    }
+
+    #[test]
+    fn every_service_was_scaffolded_from_a_template_the_platform_offers() {
+        for plan in &SERVICES {
+            assert!(
+                SCAFFOLDS
+                    .iter()
+                    .any(|(name, versions)| *name == plan.template
+                        && versions.first() == Some(&TEMPLATE_VERSION)),
+                "{} uses {} {TEMPLATE_VERSION}, which SCAFFOLDS lacks",
+                plan.name,
+                plan.template
+            );
+        }
+    }
+
+    #[test]
+    fn the_last_planned_commit_is_minutes_before_the_start() {
+        let timeline = Timeline::default();
+        let last = SERVICES
+            .iter()
+            .enumerate()
+            .map(|(index, plan)| timeline.commit_time(index, plan.commits.len() - 1))
+            .max()
+            .expect("services");
+        assert_eq!(timeline.start().as_second() - last, LAST_COMMIT_LEAD);
+        assert!(timeline.bootstrapped() < timeline.commit_time(0, 0));
+        // Every planned deploy happened before the start.
+        assert!(last + DEV_DEPLOY_DELAY < timeline.start().as_second());
     }
 
     #[test]

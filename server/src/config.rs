@@ -52,6 +52,11 @@ pub struct TowerConfig {
     /// Empty shows claims alone.
     #[serde(default = "default_composed_kinds")]
     pub crossplane_composed: Vec<ResourceKindConfig>,
+    /// The scaffold templates new services are created from, each with its versions newest first
+    /// (`- name: go-service` / `versions: ["1.4.0", "1.3.2"]`): the Create form offers exactly these, and
+    /// onboarding refuses others. Empty (the default) leaves both to the person filling the form.
+    #[serde(default)]
+    pub scaffolds: Vec<shared::delivery::Scaffold>,
 }
 
 /// A Kubernetes resource kind Tower watches by name rather than by a type compiled in (a Crossplane claim or
@@ -393,6 +398,25 @@ impl TowerConfig {
                 errors.extend(kind.validate(&format!("{key}[{index}]")));
             }
         }
+        for (index, scaffold) in self.scaffolds.iter().enumerate() {
+            let key = format!("scaffolds[{index}]");
+            if let Err(problem) = shared::delivery::validate_label("name", &scaffold.name) {
+                errors.push(error(format!("{key}.name"), problem.message));
+            }
+            if scaffold.versions.is_empty() {
+                errors.push(error(
+                    format!("{key}.versions"),
+                    "must list at least one version",
+                ));
+            }
+            for (n, version) in scaffold.versions.iter().enumerate() {
+                if let Err(problem) =
+                    shared::delivery::validate_template_version("version", version)
+                {
+                    errors.push(error(format!("{key}.versions[{n}]"), problem.message));
+                }
+            }
+        }
         errors
     }
 
@@ -490,12 +514,25 @@ mod tests {
             labels: LabelsConfig::default(),
             crossplane_claims: default_claim_kinds(),
             crossplane_composed: default_composed_kinds(),
+            scaffolds: vec![shared::delivery::Scaffold {
+                name: "go-service".into(),
+                versions: vec!["1.4.0".into()],
+            }],
         }
     }
 
     #[test]
     fn a_sound_configuration_has_no_errors() {
         assert_eq!(config().validate(), vec![]);
+    }
+
+    #[test]
+    fn scaffold_templates_need_label_names_and_versions() {
+        let mut bad = config();
+        bad.scaffolds[0].name = "Go Service".into();
+        bad.scaffolds[0].versions = vec!["latest".into()];
+        let keys: Vec<String> = bad.validate().into_iter().map(|e| e.key).collect();
+        assert_eq!(keys, ["scaffolds[0].name", "scaffolds[0].versions[0]"]);
     }
 
     #[test]

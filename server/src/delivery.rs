@@ -44,6 +44,8 @@ pub struct DeliveryConfig {
     pub public_url: String,
     /// The label naming a PipelineRun's component.
     pub component_label: String,
+    /// The scaffold templates onboarding offers (see `TowerConfig::scaffolds`).
+    pub scaffolds: Vec<shared::delivery::Scaffold>,
 }
 
 /// How long the list of Tower's pull requests is reused before asking the forge again.

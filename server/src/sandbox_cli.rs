@@ -32,6 +32,13 @@ pub struct EmbeddedArgs {
     /// Seed of the embedded sandbox's random-looking choices.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
+    /// How busy the embedded sandbox's developers are: `calm` (about one visible event a minute) or `busy`.
+    #[arg(long, default_value = "calm")]
+    pub pace: sandbox::simulator::Pace,
+    /// Pins the embedded sandbox's start (RFC 3339): its history ends just before, the same on every run.
+    /// Without it the world starts now.
+    #[arg(long)]
+    pub epoch: Option<jiff::Timestamp>,
 }
 
 /// Starts the embedded sandbox and returns it with a configuration pointing Tower at it, Tower listening on
@@ -46,6 +53,8 @@ pub async fn embedded(
     options.speed = args.speed;
     options.scale = args.scale;
     options.seed = args.seed;
+    options.pace = args.pace;
+    options.epoch = args.epoch;
     let sandbox = sandbox::Sandbox::start_with(options)
         .await
         .context("starting the embedded sandbox")?;
@@ -99,6 +108,13 @@ pub fn tower_config(sandbox: &sandbox::Sandbox, listen: SocketAddr) -> TowerConf
         },
         labels: LabelsConfig::default(),
         crossplane_claims: crate::config::default_claim_kinds(),
+        scaffolds: world::SCAFFOLDS
+            .iter()
+            .map(|(name, versions)| shared::delivery::Scaffold {
+                name: (*name).into(),
+                versions: versions.iter().map(|v| (*v).to_string()).collect(),
+            })
+            .collect(),
         // The defaults are what the sandbox's Composition composes, so the tests exercise them.
         crossplane_composed: crate::config::default_composed_kinds(),
     }
@@ -133,6 +149,13 @@ pub struct SandboxArgs {
     /// Also generate this many services (`svc-0001`…) with their Applications, pods and runs, for benchmarks.
     #[arg(long)]
     pub scale: Option<usize>,
+    /// How busy the demo's developers are: `calm` (about one visible event a minute) or `busy`.
+    #[arg(long, default_value = "calm")]
+    pub pace: sandbox::simulator::Pace,
+    /// Pins the sandbox's start (RFC 3339): its history ends just before, the same on every run. Without it
+    /// the world starts now.
+    #[arg(long)]
+    pub epoch: Option<jiff::Timestamp>,
 }
 
 /// Sub-commands of `tower sandbox`.
@@ -166,6 +189,8 @@ async fn serve(args: SandboxArgs, shutdown: Shutdown) -> anyhow::Result<()> {
     options.simulate = sandbox::Simulate::RealTime;
     options.speed = args.speed;
     options.scale = args.scale;
+    options.pace = args.pace;
+    options.epoch = args.epoch;
     let Some(sandbox) = shutdown
         .unless_requested(sandbox::Sandbox::start_with(options))
         .await

@@ -208,6 +208,7 @@ pub async fn build_state(
                 repository: github.gitops_repository.clone(),
                 public_url: config.public_url.clone(),
                 component_label: config.labels.component.clone(),
+                scaffolds: config.scaffolds.clone(),
             },
         )),
         _ => None,

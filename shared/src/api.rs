@@ -10,7 +10,7 @@
 use crate::auth::Permission;
 use crate::delivery::{
     AddDatabaseForm, ApplySchemaForm, BuildView, ChangePreview, CreateDeploymentForm, MovePreview,
-    OnboardForm, PullRequestView, ReleaseDetail, ReleasePage, SchemaVersionView,
+    OnboardForm, PullRequestView, ReleaseDetail, ReleasePage, Scaffold, SchemaVersionView,
 };
 use crate::fleet::{
     ActivityItem, DatabaseView, EnvironmentView, FleetEvent, ServiceDetail, ServiceSummary,
@@ -219,6 +219,9 @@ endpoints! {
     Events: Get "/events" (), Fleet(Permission::ReadFleet);
         () => FleetEvent;
 
+    /// The scaffold templates and versions new services can be created from.
+    ListScaffolds: Get "/scaffolds" (), Fleet(Permission::ReadCatalog);
+        () => Vec<Scaffold>;
     /// What onboarding a new service would write.
     PreviewOnboard: Post "/templates/{template}/preview" (template),
         Fleet(Permission::RunTemplates), preview;

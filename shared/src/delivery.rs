@@ -205,6 +205,45 @@ impl Template {
     }
 }
 
+/// A scaffold template the platform offers for new services, with its versions, newest first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scaffold {
+    /// The template's name, e.g. `go-service`.
+    pub name: String,
+    /// Its released versions, newest first, e.g. `["1.4.0", "1.3.2"]`.
+    pub versions: Vec<String>,
+}
+
+/// Checks that an Onboard Service form names one of the platform's `scaffolds` and one of its versions.
+/// An empty list (a deployment that configures none) accepts any well-formed template.
+pub fn validate_scaffold(form: &OnboardForm, scaffolds: &[Scaffold]) -> Validation {
+    if scaffolds.is_empty() {
+        return Ok(());
+    }
+    let Some(scaffold) = scaffolds.iter().find(|s| s.name == form.template) else {
+        let names: Vec<&str> = scaffolds.iter().map(|s| s.name.as_str()).collect();
+        return Err(FieldError::new(
+            "template",
+            format!(
+                "Choose one of the platform's templates: {}.",
+                names.join(", ")
+            ),
+        ));
+    };
+    if !scaffold.versions.contains(&form.template_version) {
+        return Err(FieldError::new(
+            "template_version",
+            format!(
+                "{} has versions {}.",
+                scaffold.name,
+                scaffold.versions.join(", ")
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Body of Onboard Service: `POST /api/v1/templates/onboard-service/{preview,submit}`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
@@ -1190,6 +1229,32 @@ mod render {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn onboarding_takes_only_the_platforms_templates_and_their_versions() {
+        let scaffolds = vec![Scaffold {
+            name: "go-service".into(),
+            versions: vec!["1.4.0".into(), "1.3.2".into()],
+        }];
+        let mut form = OnboardForm {
+            template: "go-service".into(),
+            template_version: "1.3.2".into(),
+            ..OnboardForm::default()
+        };
+        assert!(validate_scaffold(&form, &scaffolds).is_ok());
+        form.template_version = "1.5.0".into();
+        assert_eq!(
+            validate_scaffold(&form, &scaffolds).map_err(|e| e.field),
+            Err("template_version")
+        );
+        form.template = "cobol-service".into();
+        assert_eq!(
+            validate_scaffold(&form, &scaffolds).map_err(|e| e.field),
+            Err("template")
+        );
+        // A deployment that lists no templates leaves the choice to the well-formedness checks.
+        assert!(validate_scaffold(&form, &[]).is_ok());
+    }
 
     #[test]
     fn labels_refuse_paths_spaces_long_names_and_yaml_syntax() {

@@ -244,8 +244,15 @@ fn parse_cargo_test(stdout: &str) -> Counts {
     counts
 }
 
-/// Playwright against the freshly built server binary and `dist/`.
+/// Playwright against the freshly built server binary and `dist/`: the main suite (sandbox at speed 10),
+/// then the demo's own (a fresh sandbox at real speed, as `cargo xtask run` shows it).
 fn playwright() -> Result<Counts> {
+    let mut counts = playwright_with("playwright.config.ts")?;
+    counts += playwright_with("playwright.demo.config.ts")?;
+    Ok(counts)
+}
+
+fn playwright_with(config: &str) -> Result<Counts> {
     ensure_chromium()?;
     util::ensure_node_modules()?;
     let root = repo_root();
@@ -253,7 +260,7 @@ fn playwright() -> Result<Counts> {
     // leftover check also looks for the sandbox's folders.
     let [_, tmp] = leftovers::temp_dirs();
     let mut npx = util::command("npx");
-    npx.args(["playwright", "test"])
+    npx.args(["playwright", "test", "--config", config])
         .current_dir(util::end2end_dir())
         .env("TMPDIR", step_tmpdir(&tmp)?)
         .env("TOWER_BIN", root.join("target/debug/tower"))

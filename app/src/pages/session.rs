@@ -56,6 +56,12 @@ pub fn SignIn() -> impl IntoView {
                     {if i.sandbox { "Sign in with the sandbox forge (demo identities)" } else { "Sign in with GitHub" }}
                 </a>
                 <p class="muted">"Members of a team own its services: they can promote, roll back, sync and read logs."</p>
+                {i.sandbox.then(|| view! {
+                    <p class="demo-identities" data-testid="demo-identities">
+                        "Demo identities: ada and grace own payments, ledger and refunds; linus and margaret own checkout, cart and catalog; barbara and ken own search and recommendations."<br />
+                        "root is an admin and may change every service; visitor belongs to no team and, like a guest, only reads."
+                    </p>
+                })}
             })}
             {move || guest.value().get().and_then(Result::err).map(|error| view! { <p class="error" role="alert">{error.to_string()}</p> })}
         </section>

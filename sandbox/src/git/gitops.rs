@@ -7,14 +7,13 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::services::{DAY, HISTORY_START, commit_time};
 use super::stream::{CommitSpec, Signature, Stream};
 use super::{Error, MergedPull, Result, import, people, rfc3339, sha_of, yaml};
 use crate::platform;
-use crate::world::{Commit, Histories, ORGANISATION, REGISTRY, SERVICES, ServicePlan, team};
-
-const HOUR: i64 = 3_600;
-const MINUTE: i64 = 60;
+use crate::world::{
+    Commit, DAY, DEV_RELEASE_DELAY, HOUR, Histories, MINUTE, ORGANISATION, PROMOTE_DELAY, REGISTRY,
+    SERVICES, ServicePlan, Timeline, team,
+};
 
 /// A pull request's part of an event: the branch it came from and who merged it.
 struct PullPlan {
@@ -46,6 +45,22 @@ struct Recorded {
     base: usize,
     merge: usize,
     files: Vec<String>,
+    /// The files the branch changed, with their content, until the merge commit applies them.
+    contents: BTreeMap<String, Vec<u8>>,
+}
+
+/// `wanted`, or a minute after the previous commit when that is later: commits on main never share a time.
+fn tick(clock: &mut i64, wanted: i64) -> i64 {
+    *clock = wanted.max(*clock + MINUTE);
+    *clock
+}
+
+fn signature(who: &people::Identity, time: i64) -> Signature {
+    Signature {
+        name: who.name.clone(),
+        email: who.email.clone(),
+        time,
+    }
 }
 
 /// Writes the repository at `dir` and returns the pull requests its history merged.
@@ -53,9 +68,10 @@ pub fn build(
     dir: &Path,
     histories: &Histories,
     release_history: Option<usize>,
+    timeline: &Timeline,
 ) -> Result<Vec<MergedPull>> {
-    let mut events = vec![bootstrap()?];
-    events.extend(platform_bumps()?);
+    let mut events = vec![bootstrap(timeline)?];
+    events.extend(platform_bumps(timeline)?);
     for (index, plan) in SERVICES.iter().enumerate() {
         let commits = histories
             .services
@@ -66,7 +82,7 @@ pub fn build(
         } else {
             None
         };
-        events.extend(service_events(plan, index, commits, length)?);
+        events.extend(service_events(plan, index, commits, length, timeline)?);
     }
     // Events sort by when they start; ties keep plan order so the history is deterministic.
     events.sort_by_key(|event| event.time);
@@ -74,19 +90,39 @@ pub fn build(
     let mut stream = Stream::default();
     let mut head: Option<usize> = None;
     let mut clock = i64::MIN / 2;
-    let mut tick = |wanted: i64| {
-        clock = wanted.max(clock + MINUTE);
-        clock
-    };
-    let signature = |who: &people::Identity, time| Signature {
-        name: who.name.clone(),
-        email: who.email.clone(),
-        time,
-    };
-    let mut recorded = Vec::new();
-    for event in events {
+    let mut recorded: Vec<Recorded> = Vec::new();
+    // Pull requests opened and not merged yet, by when they merge: main moves on in between (the release
+    // operator does not wait for a review elsewhere), so a merge lands at its own time, on main as it is then.
+    let mut open: Vec<(i64, Recorded, String)> = Vec::new();
+    for event in events.into_iter().map(Some).chain([None]) {
+        let until = event.as_ref().map_or(i64::MAX, |e| e.time);
+        open.sort_by_key(|(merged, _, _)| *merged);
+        while open.first().is_some_and(|(merged, _, _)| *merged <= until) {
+            let (wanted, mut pull, message) = open.remove(0);
+            let merged = tick(&mut clock, wanted);
+            let merger = people::identity(&pull.merger);
+            let files = std::mem::take(&mut pull.contents);
+            // The merge commit starts from main's tree and applies the branch's files: the merge result,
+            // since nothing else touches a pull request's files while it is open.
+            pull.merge = stream.commit(&CommitSpec {
+                branch: "refs/heads/main".into(),
+                author: signature(&merger, merged),
+                committer: signature(&merger, merged),
+                message: format!(
+                    "Merge pull request #{} from {ORGANISATION}/{}\n\n{message}",
+                    pull.number, pull.branch
+                ),
+                from: head,
+                merge: Some(pull.head),
+                files,
+            });
+            pull.merged = merged;
+            head = Some(pull.merge);
+            recorded.push(pull);
+        }
+        let Some(event) = event else { break };
         let author = people::identity(&event.author);
-        let created = tick(event.time);
+        let created = tick(&mut clock, event.time);
         let branch_mark = stream.commit(&CommitSpec {
             branch: "refs/heads/main".into(),
             author: signature(&author, created),
@@ -101,39 +137,28 @@ pub fn build(
             continue;
         };
         let base = head.ok_or_else(|| Error::Plan("a pull request needs a base".into()))?;
-        let number = recorded.len() as u64 + 1;
-        let merger = people::identity(&pull.merger);
-        let merged = tick(created + 25 * MINUTE);
-        // The merge commit starts from main's tree and applies the branch's files: the merge result,
-        // since nothing else touched them in between.
-        let merge_mark = stream.commit(&CommitSpec {
-            branch: "refs/heads/main".into(),
-            author: signature(&merger, merged),
-            committer: signature(&merger, merged),
-            message: format!(
-                "Merge pull request #{number} from {ORGANISATION}/{}\n\n{}",
-                pull.branch, event.message
-            ),
-            from: Some(base),
-            merge: Some(branch_mark),
-            files: event.files.clone(),
-        });
-        head = Some(merge_mark);
-        recorded.push(Recorded {
-            number,
-            title: event.message,
-            body: pull.body,
-            branch: pull.branch,
-            author: event.author,
-            merger: pull.merger,
-            created,
-            merged,
-            head: branch_mark,
-            base,
-            merge: merge_mark,
-            files: event.files.keys().cloned().collect(),
-        });
+        let number = (recorded.len() + open.len()) as u64 + 1;
+        open.push((
+            created + 25 * MINUTE,
+            Recorded {
+                number,
+                title: event.message.clone(),
+                body: pull.body,
+                branch: pull.branch,
+                author: event.author,
+                merger: pull.merger,
+                created,
+                merged: created,
+                head: branch_mark,
+                base,
+                merge: branch_mark,
+                files: event.files.keys().cloned().collect(),
+                contents: event.files,
+            },
+            event.message,
+        ));
     }
+    recorded.sort_by_key(|r| r.number);
     if let Some(head) = head {
         stream.reset("refs/heads/main", head);
     }
@@ -381,7 +406,7 @@ fn package_file(name: &str, kind: &'static str, reference: &str) -> Result<(Stri
     ))
 }
 
-fn bootstrap() -> Result<Event> {
+fn bootstrap(timeline: &Timeline) -> Result<Event> {
     let mut files = BTreeMap::new();
     files.insert(
         "README.md".to_string(),
@@ -405,7 +430,7 @@ fn bootstrap() -> Result<Event> {
         files.insert(path, content);
     }
     Ok(Event {
-        time: HISTORY_START - 2 * DAY,
+        time: timeline.bootstrapped(),
         author: "root".into(),
         message: "Bootstrap the platform: Argo CD, Tekton, Crossplane and the operators".into(),
         files,
@@ -414,7 +439,7 @@ fn bootstrap() -> Result<Event> {
 }
 
 /// A few version bumps of the platform itself, by CI and by an admin's pull request.
-fn platform_bumps() -> Result<Vec<Event>> {
+fn platform_bumps(timeline: &Timeline) -> Result<Vec<Event>> {
     let bump = |component: &str, version: &str, day: i64| -> Result<Event> {
         let infra = INFRA
             .iter()
@@ -422,7 +447,7 @@ fn platform_bumps() -> Result<Vec<Event>> {
             .ok_or_else(|| Error::Plan(format!("unknown infra component {component}")))?;
         let (path, content) = infra_source(infra, version, "management")?;
         Ok(Event {
-            time: HISTORY_START + day * DAY + 3 * HOUR,
+            time: timeline.history_start() + day * DAY + 3 * HOUR,
             author: people::CI_BOT.into(),
             message: format!("Bump {component} to {version} on management"),
             files: [(path, content)].into(),
@@ -439,7 +464,7 @@ fn platform_bumps() -> Result<Vec<Event>> {
         bump("release-operator", "0.7.2", 4)?,
         bump("tower", "0.4.0", 6)?,
         Event {
-            time: HISTORY_START + 3 * DAY + 5 * HOUR,
+            time: timeline.history_start() + 3 * DAY + 5 * HOUR,
             author: "root".into(),
             message: "Bump provider-sql to v0.10.0".into(),
             files: [(path, content)].into(),
@@ -501,6 +526,7 @@ fn service_events(
     index: usize,
     commits: &[Commit],
     length: Option<usize>,
+    timeline: &Timeline,
 ) -> Result<Vec<Event>> {
     let members: Vec<&str> = team(plan.team)
         .map(|t| t.members.to_vec())
@@ -517,7 +543,7 @@ fn service_events(
     let mut events = Vec::new();
 
     // Onboarding: the Component, both Releases and, with a database, its Databases and schemas.
-    let onboarded = commit_time(index, 0) + HOUR;
+    let onboarded = timeline.onboarded(index);
     let mut files = BTreeMap::new();
     files.insert(
         platform::component_path(plan.name),
@@ -606,7 +632,7 @@ fn service_events(
         if !commit.green {
             continue;
         }
-        let built = commit_time(index, position) + 15 * MINUTE;
+        let built = timeline.commit_time(index, position) + DEV_RELEASE_DELAY;
         events.push(Event {
             time: built,
             author: people::RELEASE_OPERATOR.into(),
@@ -644,7 +670,7 @@ fn service_events(
     for (step, position) in sequence.iter().copied().enumerate().skip(1) {
         let commit = commit_at(commits, position, plan)?;
         let before = commit_at(commits, running, plan)?;
-        time = (commit_time(index, position) + 20 * HOUR).max(time + HOUR);
+        time = (timeline.commit_time(index, position) + PROMOTE_DELAY).max(time + HOUR);
         let author = member(step);
         let verb = if position < running {
             "Roll back"

@@ -7,18 +7,7 @@ use serde::Serialize;
 
 use super::stream::{CommitSpec, Signature, Stream};
 use super::{Result, people, yaml};
-use crate::world::{ORGANISATION, REGISTRY, ServicePlan, team};
-
-/// When the first service's scaffold commit was made: 2026-11-02T09:00:00Z.
-pub const HISTORY_START: i64 = 1_793_610_000;
-/// A day, in seconds.
-pub const DAY: i64 = 86_400;
-
-/// The commit time of commit `index` of the `service_index`-th service: one commit a day per service,
-/// services 40 minutes apart so histories interleave.
-pub fn commit_time(service_index: usize, index: usize) -> i64 {
-    HISTORY_START + index as i64 * DAY + service_index as i64 * 2_400
-}
+use crate::world::{ORGANISATION, REGISTRY, ServicePlan, Timeline, team};
 
 /// The login of the team member who authored commit `index` of `plan`: members take turns.
 pub fn author(plan: &ServicePlan, index: usize) -> &'static str {
@@ -44,6 +33,7 @@ pub fn write_history(
     stream: &mut Stream,
     plan: &ServicePlan,
     service_index: usize,
+    timeline: &Timeline,
 ) -> Result<Vec<Planned>> {
     let mut planned = Vec::new();
     let mut migrations = Vec::new();
@@ -52,7 +42,7 @@ pub fn write_history(
     for (index, commit) in plan.commits.iter().enumerate() {
         let login = author(plan, index);
         let who = people::identity(login);
-        let time = commit_time(service_index, index);
+        let time = timeline.commit_time(service_index, index);
         let signature = Signature {
             name: who.name,
             email: who.email,

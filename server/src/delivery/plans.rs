@@ -114,6 +114,7 @@ impl Planner<'_> {
     /// Onboard Service: a Component and its first dev Release.
     pub async fn onboard(&self, form: &OnboardForm) -> Result<Change> {
         validate_onboard(form)?;
+        shared::delivery::validate_scaffold(form, &self.delivery.config().scaffolds)?;
         let admin = self.user.kind == AccountKind::Admin;
         let services = self.fleet.services();
         let known =

@@ -9,15 +9,15 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use shared::api::{
-    GetRelease, ListBuilds, ListPulls, ListReleases, ListSchemaVersions, PreviewOnboard,
-    PreviewPromote, PreviewRollback, PreviewTemplate, Promote, ReleaseQuery, Rollback,
-    ServicePulls, SubmitOnboard, SubmitTemplate,
+    GetRelease, ListBuilds, ListPulls, ListReleases, ListScaffolds, ListSchemaVersions,
+    PreviewOnboard, PreviewPromote, PreviewRollback, PreviewTemplate, Promote, ReleaseQuery,
+    Rollback, ServicePulls, SubmitOnboard, SubmitTemplate,
 };
 use shared::auth::Identity;
 use shared::delivery::{
     AddDatabaseForm, ApplySchemaForm, BuildView, ChangePreview, CreateDeploymentForm, FieldError,
     MovePreview, OnboardForm, PROD, PullRequestView, PullState, ReleaseDetail, ReleasePage,
-    SchemaVersionView, Template, validate_build_id, validate_environment, validate_label,
+    Scaffold, SchemaVersionView, Template, validate_build_id, validate_environment, validate_label,
 };
 
 use crate::auth::CurrentUser;
@@ -30,6 +30,7 @@ use crate::state::AppState;
 /// Delivery's routes.
 pub fn routes(api: ApiRoutes) -> ApiRoutes {
     api.serve::<PreviewOnboard, _, _>(preview_onboard)
+        .serve::<ListScaffolds, _, _>(list_scaffolds)
         .serve::<SubmitOnboard, _, _>(submit_onboard)
         .serve::<PreviewTemplate, _, _>(preview_template)
         .serve::<SubmitTemplate, _, _>(submit_template)
@@ -108,6 +109,11 @@ async fn onboard_change(
         user,
     };
     planner.onboard(&form::<OnboardForm>(body)?).await
+}
+
+/// The scaffold templates and versions the platform offers, as configured.
+async fn list_scaffolds(State(state): State<AppState>) -> Result<Json<Vec<Scaffold>>> {
+    Ok(Json(delivery(&state)?.config().scaffolds.clone()))
 }
 
 async fn preview_onboard(

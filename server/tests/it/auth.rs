@@ -93,6 +93,7 @@ fn table(pod: &str, container: &str, sha: &str) -> Vec<Row> {
         row::<ListEnvironments>(ListEnvironments::url(), none.clone(), READ),
         row::<ListActivity>(ListActivity::url(), none.clone(), READ),
         row::<Events>(Events::url(), none.clone(), READ),
+        row::<ListScaffolds>(ListScaffolds::url(), none.clone(), READ),
         // Onboarding is for one's own team: a member of another team is refused by the plan, not the guard.
         row::<PreviewOnboard>(
             PreviewOnboard::url("onboard-service"),

@@ -1035,6 +1035,7 @@ async fn mock_delivery(
             repository: REPO.into(),
             public_url: "https://tower.example".into(),
             component_label: "platform.tower.dev/component".into(),
+            scaffolds: Vec::new(),
         },
     );
     (delivery, github, state, server)

@@ -34,6 +34,10 @@ enum Input {
     Sizes,
     Builds,
     SchemaVersions,
+    /// The platform's scaffold templates (free text when it lists none).
+    Scaffolds,
+    /// The chosen template's versions (free text when the platform lists none).
+    ScaffoldVersions,
 }
 
 /// One form field: its name in the request body (and in `field-<name>`), label, input and hint.
@@ -53,17 +57,12 @@ const ONBOARD: &[Field] = &[
         Input::Text,
         "What it does, in one line.",
     ),
-    Field(
-        "template",
-        "Scaffold template",
-        Input::Text,
-        "e.g. go-service",
-    ),
+    Field("template", "Scaffold template", Input::Scaffolds, ""),
     Field(
         "template_version",
         "Template version",
-        Input::Text,
-        "e.g. 1.4.0",
+        Input::ScaffoldVersions,
+        "Newest first.",
     ),
     Field(
         "auto_deploy",
@@ -353,6 +352,20 @@ fn TemplateForm(template: Template, service: Option<String>) -> impl IntoView {
             async move { api::list_builds(&name).await }
         })
     });
+    let scaffolds = (template == Template::OnboardService)
+        .then(|| fetched(|| async { api::list_scaffolds().await }));
+    // The versions of the chosen template, when the platform lists its templates.
+    let scaffold_versions = move |chosen: &str| -> Option<Vec<String>> {
+        scaffolds?.with(|s| {
+            let list = s.as_ref()?.as_ref().ok()?;
+            list.iter()
+                .find(|s| s.name == chosen)
+                .map(|s| s.versions.clone())
+        })
+    };
+    let listed = move || {
+        scaffolds.is_some_and(|s| s.with(|s| matches!(s, Some(Ok(list)) if !list.is_empty())))
+    };
     let versions = (template == Template::ApplySchema).then(|| {
         let name = name.clone();
         fetched(move || {
@@ -453,6 +466,12 @@ fn TemplateForm(template: Template, service: Option<String>) -> impl IntoView {
                 } else {
                     event_target_value(&ev)
                 };
+                // Another template has other versions: offer its newest.
+                if name == "template"
+                    && let Some(newest) = scaffold_versions(&v).and_then(|v| v.into_iter().next())
+                {
+                    set("template_version", newest);
+                }
                 set(name, v);
                 if field_error.with_untracked(|e| e.as_ref().is_some_and(|(f, _)| f == name)) {
                     field_error.set(None);
@@ -475,17 +494,26 @@ fn TemplateForm(template: Template, service: Option<String>) -> impl IntoView {
                         Ok(list) => list.iter().rev().map(|s| (s.version.clone(), s.version.clone())).collect(),
                         Err(error) => vec![(String::new(), format!("Could not load schema versions: {error}"))],
                     }))).unwrap_or_default(),
+                    Input::Scaffolds => scaffolds.and_then(|s| s.with(|s| s.as_ref().map(|r| match r {
+                        Ok(list) => list.iter().map(|s| pair(&s.name)).collect(),
+                        Err(error) => vec![(String::new(), format!("Could not load templates: {error}"))],
+                    }))).unwrap_or_default(),
+                    Input::ScaffoldVersions => values
+                        .with(|v| scaffold_versions(&value(v, "template")))
+                        .unwrap_or_default()
+                        .iter()
+                        .map(pair)
+                        .collect(),
                     Input::Text | Input::Check => Vec::new(),
                 }
             };
-            let control = match input {
-                Input::Text => view! {
-                    <input type="text" id=name data-testid=format!("field-{name}") prop:value=current on:input=on_change autocomplete="off" />
-                }.into_any(),
-                Input::Check => view! {
-                    <input type="checkbox" id=name data-testid=format!("field-{name}") prop:checked=move || current() == "true" on:change=on_change />
-                }.into_any(),
-                _ => view! {
+            let text = move || view! {
+                <input type="text" id=name data-testid=format!("field-{name}") prop:value=current on:input=on_change autocomplete="off" />
+            };
+            let select = move || {
+                // A fresh copy per render: the templates' select is built again when their list arrives.
+                let choices = choices.clone();
+                view! {
                     <select id=name data-testid=format!("field-{name}") on:change=on_change>
                         <option value="" selected=move || current().is_empty()>"Choose…"</option>
                         {move || {
@@ -496,7 +524,18 @@ fn TemplateForm(template: Template, service: Option<String>) -> impl IntoView {
                             }).collect_view()
                         }}
                     </select>
+                }
+            };
+            let control = match input {
+                Input::Text => text().into_any(),
+                Input::Check => view! {
+                    <input type="checkbox" id=name data-testid=format!("field-{name}") prop:checked=move || current() == "true" on:change=on_change />
                 }.into_any(),
+                // A platform that lists no templates leaves them to the person filling the form.
+                Input::Scaffolds | Input::ScaffoldVersions => {
+                    (move || if listed() { select().into_any() } else { text().into_any() }).into_any()
+                }
+                _ => select().into_any(),
             };
             let error = move || field_error.with(|e| e.as_ref().filter(|(f, _)| f == name).map(|(_, m)| m.clone()));
             view! {

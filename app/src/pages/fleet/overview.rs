@@ -19,8 +19,10 @@ use crate::components::status::{chip, drift_chip, health_chip, sync_chip};
 use crate::live::LiveFleet;
 use crate::pages::show_errors;
 
-/// How many activity items the feed shows.
+/// How many activity items the feed keeps (as many as the server does).
 const FEED_LENGTH: usize = 50;
+/// How many activity items the feed shows at first, and how many more each "Older activity" shows.
+const FEED_PAGE: usize = 10;
 
 /// The fleet at a glance.
 #[component]
@@ -325,6 +327,12 @@ fn ActivityFeed() -> impl IntoView {
             .with(|streamed| merge_activity(streamed, &fetched, FEED_LENGTH))
     });
     let error = move || fetched.get().and_then(Result::err);
+    // The newest page first; older pages on request, so the feed never pushes the page down without end.
+    let shown = RwSignal::new(FEED_PAGE);
+    let page = Memo::new(move |_| {
+        items.with(|all| all.iter().take(shown.get()).cloned().collect::<Vec<_>>())
+    });
+    let older = move || items.with(Vec::len) > shown.get();
     view! {
         <aside class="activity" aria-labelledby="activity-title" data-testid="activity">
             <h2 id="activity-title">"Recent activity"</h2>
@@ -344,11 +352,17 @@ fn ActivityFeed() -> impl IntoView {
                         "Nothing has happened yet. Deploys, syncs, failed pipelines, merged pull requests and degraded apps show up here as they happen."
                     </p> }.into_any()
                 } else {
-                    view! { <ol class="feed">
-                        <For each=move || items.get() key=|item| (item.at.clone(), item.service.clone(), item.message.clone()) let:item>
-                            <ActivityRow item />
-                        </For>
-                    </ol> }.into_any()
+                    view! {
+                        <ol class="feed" data-testid="activity-feed" tabindex="0" aria-label="Activity, newest first">
+                            <For each=move || page.get() key=|item| (item.at.clone(), item.service.clone(), item.message.clone()) let:item>
+                                <ActivityRow item />
+                            </For>
+                        </ol>
+                        {move || older().then(|| view! {
+                            <button type="button" class="link" data-testid="activity-older"
+                                on:click=move |_| shown.update(|n| *n += FEED_PAGE)>"Older activity"</button>
+                        })}
+                    }.into_any()
                 }
             }}
         </aside>

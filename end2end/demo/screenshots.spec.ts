@@ -1,0 +1,22 @@
+import { test, expect } from '@playwright/test';
+import * as path from 'node:path';
+import { signInAsGuest } from '../tests/session';
+
+// The README's screenshots, retaken on a fresh sandbox: `TOWER_SCREENSHOTS=1 npx playwright test
+// --config playwright.demo.config.ts screenshots`. Skipped otherwise, so the test run never rewrites docs/.
+const docs = path.resolve(__dirname, '../../docs');
+
+test.skip(!process.env.TOWER_SCREENSHOTS, 'set TOWER_SCREENSHOTS=1 to retake the README screenshots');
+test.use({ viewport: { width: 1280, height: 720 } });
+
+test('the Overview and a service page, as a guest sees them', async ({ page }) => {
+  await signInAsGuest(page, '/');
+  // Wait for the demo's first build to reach the feed, so the picture shows the platform moving.
+  await expect(page.getByTestId('activity-item').first()).toBeVisible();
+  await expect.poll(async () => (await page.getByTestId('activity-item').first().innerText()).includes('search'),
+    { timeout: 30_000 }).toBe(true);
+  await page.screenshot({ path: path.join(docs, 'overview.png') });
+  await page.goto('/services/payments');
+  await expect(page.getByTestId('deployment-card').first()).toBeVisible();
+  await page.screenshot({ path: path.join(docs, 'service.png') });
+});
