@@ -740,8 +740,19 @@ pub fn summarize(component: &Component, cards: &[DeploymentCard]) -> ServiceSumm
     }
 }
 
+/// Adds `item` to `feed` (oldest first) where its time belongs. Almost everything happens now and goes at the
+/// back; merges remembered on start are older than the deploys Argo CD's history already put there, and
+/// appending them would show yesterday's merge above this minute's deploy.
 fn push_activity(feed: &mut VecDeque<ActivityItem>, item: ActivityItem) {
-    feed.push_back(item);
+    let at = |item: &ActivityItem| item.at.parse::<jiff::Timestamp>().ok();
+    let position = match at(&item) {
+        Some(when) => feed
+            .iter()
+            .rposition(|older| at(older).is_none_or(|then| then <= when))
+            .map_or(0, |i| i + 1),
+        None => feed.len(),
+    };
+    feed.insert(position, item);
     while feed.len() > ACTIVITY_KEPT {
         feed.pop_front();
     }

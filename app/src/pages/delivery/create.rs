@@ -340,7 +340,12 @@ fn TemplateForm(template: Template, service: Option<String>) -> impl IntoView {
     };
     let values: RwSignal<Values> = RwSignal::new(query.with_untracked(|q| {
         spec.iter()
-            .map(|f| (f.0, q.get(f.0).unwrap_or_else(|| defaults(f.0))))
+            .map(|f| {
+                // In the address, `template` names the golden path (`?template=onboard-service`), not the
+                // scaffold template field of the same name, which starts from its default.
+                let linked = (f.0 != "template").then(|| q.get(f.0)).flatten();
+                (f.0, linked.unwrap_or_else(|| defaults(f.0)))
+            })
             .collect()
     }));
     let envs = Memo::new(move |_| live.fleet.with(|f| environments(f.services())));
