@@ -297,7 +297,7 @@ pub(crate) fn installed(base: Timestamp) -> Timestamp {
 pub(crate) fn merged_onboarding(service: &str, base: Timestamp) -> Timestamp {
     let timeline = Timeline::ending_at(base);
     world::service_index(service)
-        .map(|index| timeline.at(timeline.onboarded(index) + 25 * MINUTE))
+        .map(|index| timeline.at(timeline.onboarded(index) + world::REVIEW_DELAY))
         .unwrap_or(base)
 }
 

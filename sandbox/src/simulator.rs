@@ -107,12 +107,8 @@ enum ClockKind {
 }
 
 impl Clock {
-    /// Real time scaled by `speed` (10: ten simulated seconds per wall second), starting now.
-    pub fn real(speed: f64) -> Self {
-        Self::real_from(Timestamp::now(), speed)
-    }
-
-    /// Real time scaled by `speed`, starting at `origin` (a pinned `--epoch`) and moving from there.
+    /// Real time scaled by `speed` (10: ten simulated seconds per wall second), starting at `origin` (now, or
+    /// a pinned `--epoch`) and moving from there.
     pub fn real_from(origin: Timestamp, speed: f64) -> Self {
         let speed = if speed.is_finite() && speed > 0.0 {
             speed

@@ -336,6 +336,8 @@ pub const DEV_RELEASE_DELAY: i64 = 8 * MINUTE;
 pub const DEV_DEPLOY_DELAY: i64 = 11 * MINUTE;
 /// How long after a commit its promotion to prod is opened: the next morning.
 pub const PROMOTE_DELAY: i64 = 20 * HOUR;
+/// How long a pull request of the planned history stays open before it is merged.
+pub const REVIEW_DELAY: i64 = 25 * MINUTE;
 /// How long after a commit prod runs it: the promotion merged 25 minutes after it was opened, the derived
 /// files 5 minutes later, Argo CD's sync 5 minutes after that.
 pub const PROD_DEPLOY_DELAY: i64 = PROMOTE_DELAY + 35 * MINUTE;

@@ -23,22 +23,45 @@ pub struct EmbeddedArgs {
     /// Start the embedded sandbox without metrics (faster start).
     #[arg(long)]
     pub sandbox_no_metrics: bool,
-    /// How much faster than real time the embedded sandbox's simulated platform moves.
+    /// The embedded sandbox's world.
+    #[command(flatten)]
+    pub world: WorldArgs,
+}
+
+/// What `tower serve --sandbox` and `tower sandbox` both choose about the simulated world.
+#[derive(Debug, Clone, clap::Args)]
+pub struct WorldArgs {
+    /// How much faster than real time the simulated platform moves (10: a 30 s canary pause takes 3 s).
     #[arg(long, default_value_t = 1.0)]
     pub speed: f64,
-    /// Also generate this many services in the embedded sandbox, for benchmarks.
+    /// Also generate this many services (`svc-0001`…) with their Applications, pods and runs, for benchmarks.
     #[arg(long)]
     pub scale: Option<usize>,
-    /// Seed of the embedded sandbox's random-looking choices.
+    /// Seed of everything random-looking.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
-    /// How busy the embedded sandbox's developers are: `calm` (about one visible event a minute) or `busy`.
+    /// How busy the demo's developers are: `calm` (about one visible event a minute) or `busy`.
     #[arg(long, default_value = "calm")]
     pub pace: sandbox::simulator::Pace,
-    /// Pins the embedded sandbox's start (RFC 3339): its history ends just before, the same on every run.
-    /// Without it the world starts now.
+    /// Pins the sandbox's start (RFC 3339): its history ends just before, the same on every run. Without it
+    /// the world starts now.
     #[arg(long)]
     pub epoch: Option<jiff::Timestamp>,
+}
+
+impl WorldArgs {
+    /// A real-time sandbox listening on `listen`, with metrics unless `no_metrics`, as these arguments say.
+    fn options(&self, listen: SocketAddr, no_metrics: bool) -> sandbox::Options {
+        let mut options = sandbox::Options::new(listen);
+        options.metrics = !no_metrics;
+        options.simulate = sandbox::Simulate::RealTime;
+        options.speed = self.speed;
+        options.scale = self.scale;
+        options.seed = self.seed;
+        options.pace = self.pace;
+        options.epoch = self.epoch;
+        options
+    }
 }
 
 /// Starts the embedded sandbox and returns it with a configuration pointing Tower at it, Tower listening on
@@ -47,14 +70,9 @@ pub async fn embedded(
     args: &EmbeddedArgs,
     listen: Option<SocketAddr>,
 ) -> anyhow::Result<(sandbox::Sandbox, TowerConfig)> {
-    let mut options = sandbox::Options::new(args.sandbox_listen);
-    options.metrics = !args.sandbox_no_metrics;
-    options.simulate = sandbox::Simulate::RealTime;
-    options.speed = args.speed;
-    options.scale = args.scale;
-    options.seed = args.seed;
-    options.pace = args.pace;
-    options.epoch = args.epoch;
+    let options = args
+        .world
+        .options(args.sandbox_listen, args.sandbox_no_metrics);
     let sandbox = sandbox::Sandbox::start_with(options)
         .await
         .context("starting the embedded sandbox")?;
@@ -137,25 +155,12 @@ pub struct SandboxArgs {
     /// The address Tower will listen on, as written into that configuration.
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub tower_listen: SocketAddr,
-    /// Seed of everything random-looking.
-    #[arg(long, default_value_t = 42)]
-    pub seed: u64,
     /// Run without metrics.
     #[arg(long)]
     pub no_metrics: bool,
-    /// How much faster than real time the simulated platform moves (10: a 30 s canary pause takes 3 s).
-    #[arg(long, default_value_t = 1.0)]
-    pub speed: f64,
-    /// Also generate this many services (`svc-0001`…) with their Applications, pods and runs, for benchmarks.
-    #[arg(long)]
-    pub scale: Option<usize>,
-    /// How busy the demo's developers are: `calm` (about one visible event a minute) or `busy`.
-    #[arg(long, default_value = "calm")]
-    pub pace: sandbox::simulator::Pace,
-    /// Pins the sandbox's start (RFC 3339): its history ends just before, the same on every run. Without it
-    /// the world starts now.
-    #[arg(long)]
-    pub epoch: Option<jiff::Timestamp>,
+    /// The sandbox's world.
+    #[command(flatten)]
+    pub world: WorldArgs,
 }
 
 /// Sub-commands of `tower sandbox`.
@@ -183,14 +188,7 @@ pub async fn run(args: SandboxArgs, shutdown: Shutdown) -> anyhow::Result<()> {
 }
 
 async fn serve(args: SandboxArgs, shutdown: Shutdown) -> anyhow::Result<()> {
-    let mut options = sandbox::Options::new(args.listen);
-    options.metrics = !args.no_metrics;
-    options.seed = args.seed;
-    options.simulate = sandbox::Simulate::RealTime;
-    options.speed = args.speed;
-    options.scale = args.scale;
-    options.pace = args.pace;
-    options.epoch = args.epoch;
+    let options = args.world.options(args.listen, args.no_metrics);
     let Some(sandbox) = shutdown
         .unless_requested(sandbox::Sandbox::start_with(options))
         .await
@@ -238,8 +236,9 @@ async fn serve(args: SandboxArgs, shutdown: Shutdown) -> anyhow::Result<()> {
     println!("  merge a pull request: tower sandbox merge <number>");
     println!(
         "  simulated time runs at {}x{}",
-        args.speed,
-        args.scale
+        args.world.speed,
+        args.world
+            .scale
             .map(|n| format!(", with {n} generated services"))
             .unwrap_or_default()
     );

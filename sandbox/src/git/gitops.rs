@@ -12,7 +12,7 @@ use super::{Error, MergedPull, Result, import, people, rfc3339, sha_of, yaml};
 use crate::platform;
 use crate::world::{
     Commit, DAY, DEV_RELEASE_DELAY, HOUR, Histories, MINUTE, ORGANISATION, PROMOTE_DELAY, REGISTRY,
-    SERVICES, ServicePlan, Timeline, team,
+    REVIEW_DELAY, SERVICES, ServicePlan, Timeline, team,
 };
 
 /// A pull request's part of an event: the branch it came from and who merged it.
@@ -93,12 +93,14 @@ pub fn build(
     let mut recorded: Vec<Recorded> = Vec::new();
     // Pull requests opened and not merged yet, by when they merge: main moves on in between (the release
     // operator does not wait for a review elsewhere), so a merge lands at its own time, on main as it is then.
-    let mut open: Vec<(i64, Recorded, String)> = Vec::new();
+    // Keyed by when each should merge, then by number, so ties merge in the order they were opened.
+    let mut open: BTreeMap<(i64, u64), Recorded> = BTreeMap::new();
     for event in events.into_iter().map(Some).chain([None]) {
         let until = event.as_ref().map_or(i64::MAX, |e| e.time);
-        open.sort_by_key(|(merged, _, _)| *merged);
-        while open.first().is_some_and(|(merged, _, _)| *merged <= until) {
-            let (wanted, mut pull, message) = open.remove(0);
+        while let Some(due) = open.first_entry()
+            && due.key().0 <= until
+        {
+            let ((wanted, _), mut pull) = due.remove_entry();
             let merged = tick(&mut clock, wanted);
             let merger = people::identity(&pull.merger);
             let files = std::mem::take(&mut pull.contents);
@@ -109,8 +111,8 @@ pub fn build(
                 author: signature(&merger, merged),
                 committer: signature(&merger, merged),
                 message: format!(
-                    "Merge pull request #{} from {ORGANISATION}/{}\n\n{message}",
-                    pull.number, pull.branch
+                    "Merge pull request #{} from {ORGANISATION}/{}\n\n{}",
+                    pull.number, pull.branch, pull.title
                 ),
                 from: head,
                 merge: Some(pull.head),
@@ -138,11 +140,11 @@ pub fn build(
         };
         let base = head.ok_or_else(|| Error::Plan("a pull request needs a base".into()))?;
         let number = (recorded.len() + open.len()) as u64 + 1;
-        open.push((
-            created + 25 * MINUTE,
+        open.insert(
+            (created + REVIEW_DELAY, number),
             Recorded {
                 number,
-                title: event.message.clone(),
+                title: event.message,
                 body: pull.body,
                 branch: pull.branch,
                 author: event.author,
@@ -155,8 +157,7 @@ pub fn build(
                 files: event.files.keys().cloned().collect(),
                 contents: event.files,
             },
-            event.message,
-        ));
+        );
     }
     recorded.sort_by_key(|r| r.number);
     if let Some(head) = head {

@@ -412,6 +412,23 @@ fn TemplateForm(template: Template, service: Option<String>) -> impl IntoView {
                 set(field, newest);
             }
         }
+        // The built-in default template stands only if the platform offers it: otherwise its first one, at
+        // its newest version, so the form never starts from a choice the server refuses.
+        let first_listed = scaffolds.and_then(|s| {
+            s.with(|s| {
+                let list = s.as_ref()?.as_ref().ok()?;
+                let chosen = values.with_untracked(|v| value(v, "template"));
+                if list.iter().any(|s| s.name == chosen) {
+                    return None;
+                }
+                list.first()
+                    .map(|s| (s.name.clone(), s.versions.first().cloned()))
+            })
+        });
+        if let Some((template, newest)) = first_listed {
+            set("template", template);
+            set("template_version", newest.unwrap_or_default());
+        }
     });
 
     let field_error: RwSignal<Option<(String, String)>> = RwSignal::new(None);
