@@ -408,18 +408,18 @@ pub fn deployed_at(
         .commit(plan.name, index)
         .map(|commit| commit_time(commit, base))
         .unwrap_or_else(|| before(base, DAY));
-    let first_sync = histories
+    let scaffolded = histories
         .commit(plan.name, 0)
-        .map(|scaffold| after(commit_time(scaffold, base), world::FIRST_SYNC_DELAY))
+        .map(|scaffold| commit_time(scaffold, base))
         .unwrap_or(built);
-    let delay = if environment == "prod" {
-        world::PROD_DEPLOY_DELAY
-    } else {
-        world::DEV_DEPLOY_DELAY
-    };
-    after(built, delay)
-        .max(first_sync)
-        .min(before(base, MINUTE))
+    // The same rule the timeline uses for the metrics' bad deploy, so its marker and its jump line up.
+    let at = world::deploy_time(
+        environment,
+        built.as_second(),
+        scaffolded.as_second(),
+        base.as_second(),
+    );
+    Timestamp::from_second(at).unwrap_or(base)
 }
 
 /// The URL of the workload cluster of `environment`, as Argo CD's cluster secret names it.

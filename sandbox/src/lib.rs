@@ -89,6 +89,7 @@ impl Options {
 
 /// A running sandbox: the clusters' Kubernetes APIs, Argo CD, the forge and metrics on one loopback listener.
 pub struct Sandbox {
+    timeline: world::Timeline,
     clusters: Clusters,
     addr: SocketAddr,
     server: tokio::task::JoinHandle<()>,
@@ -198,6 +199,7 @@ impl Sandbox {
             _ => None,
         };
         Ok(Self {
+            timeline,
             clusters,
             addr,
             server,
@@ -210,6 +212,13 @@ impl Sandbox {
             _simulation: simulation,
             supervisor,
         })
+    }
+
+    /// The timeline the world was laid out from: its start is the sandbox's "now" at startup, and
+    /// `timeline().bad_deploy()` says which service's error ratio jumps, where and when (Argo CD's
+    /// `deployedAt` of that deploy).
+    pub fn timeline(&self) -> world::Timeline {
+        self.timeline
     }
 
     /// The sandbox's base URL.

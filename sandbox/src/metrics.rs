@@ -3,8 +3,15 @@
 //! When `prometheus` and `promtool` are on `PATH` (Debian's `prometheus` package), hours of history
 //! are backfilled with promtool and a private Prometheus runs on loopback, scraping a live exposition
 //! that continues that history. Otherwise the sandbox answers `query` and `query_range` itself for the
-//! PromQL subset described in `promql.rs`. Both read one deterministic [`Generator`], so the same
-//! query gives the same series either way.
+//! PromQL subset described in `promql.rs`. Both read one deterministic
+//! [`Generator`](crate::metrics::Generator), so the same query gives the same series either way.
+//!
+//! The series follow the world's [`Timeline`](crate::world::Timeline) ending at
+//! [`Options::now`](crate::metrics::Options::now): from its
+//! [`bad_deploy`](crate::world::Timeline::bad_deploy) (`payments` in prod, the deploy Argo CD's
+//! history records a few hours before the start)
+//! [`BAD_DEPLOY_ERRORS`](crate::metrics::BAD_DEPLOY_ERRORS) of that service's requests fail, so the
+//! Metrics tab shows the error ratio jumping at the deploy marker.
 //!
 //! Debian's package also tries to start a system service on `0.0.0.0:9090`; nothing here uses it.
 
@@ -21,17 +28,18 @@ use anyhow::Context as _;
 use axum::Router;
 
 pub use prometheus::PrometheusServer;
-pub use series::{Generator, Series};
+pub use series::{BAD_DEPLOY_ERRORS, Generator, Series};
 
 use crate::supervisor::Supervisor;
-use crate::world::ServicePlan;
+use crate::world::{ServicePlan, Timeline};
 
 /// How much history is backfilled, and at what resolution.
 #[derive(Debug, Clone)]
 pub struct Options {
     /// Seeds the generator: the same seed gives the same series.
     pub seed: u64,
-    /// The sandbox's "now": history ends here and live samples continue from it.
+    /// The sandbox's "now": history ends here and live samples continue from it. Also the start of the
+    /// world's [`Timeline`], whose bad deploy the series show (the sandbox passes its timeline's start).
     pub now: jiff::Timestamp,
     /// How far back history goes.
     pub history: Duration,
@@ -57,8 +65,14 @@ impl Options {
     fn generator(&self, services: &[ServicePlan]) -> Generator {
         let now = self.now.as_millisecond() as f64 / 1000.0;
         let origin = now - self.history.as_secs_f64() - self.warmup.as_secs_f64();
-        // A whole minute, so the same `now` within a minute gives identical values.
-        Generator::new(self.seed, (origin / 60.0).floor() * 60.0, services)
+        let deploy = Timeline::ending_at(self.now).bad_deploy();
+        // A whole minute, so the same `now` within a minute gives identical values (but for the bad
+        // deploy, which moves with `now` to stay on Argo CD's deploy marker).
+        Generator::new(self.seed, (origin / 60.0).floor() * 60.0, services).with_bad_deploy(
+            deploy.service,
+            deploy.environment,
+            deploy.at.as_second() as f64,
+        )
     }
 }
 

@@ -421,7 +421,71 @@ impl Timeline {
             .checked_sub(SignedDuration::from_secs(seconds))
             .unwrap_or(self.start)
     }
+
+    /// When commit `index` of the `service_index`-th service finished syncing in `environment` (Argo CD's
+    /// `deployedAt`), in seconds since the epoch: see [`deploy_time`].
+    pub fn deployed(&self, service_index: usize, index: usize, environment: &str) -> i64 {
+        deploy_time(
+            environment,
+            self.commit_time(service_index, index),
+            self.commit_time(service_index, 0),
+            self.start.as_second(),
+        )
+    }
+
+    /// The bad deploy of [`BAD_DEPLOY_SERVICE`] in [`BAD_DEPLOY_ENVIRONMENT`]: the service's current prod
+    /// commit, at the instant its Argo CD history records it (the Metrics tab's deploy marker). From then on
+    /// [`crate::metrics::BAD_DEPLOY_ERRORS`] (8 %) of that service's requests fail; before, well under 1 %.
+    ///
+    /// A server test finds it from the sandbox it started: `sandbox.timeline().bad_deploy()`.
+    pub fn bad_deploy(&self) -> Deploy {
+        let plan = &SERVICES[BAD_DEPLOY_INDEX];
+        Deploy {
+            service: plan.name,
+            environment: BAD_DEPLOY_ENVIRONMENT,
+            commit: plan.prod,
+            at: self.at(self.deployed(BAD_DEPLOY_INDEX, plan.prod, BAD_DEPLOY_ENVIRONMENT)),
+        }
+    }
 }
+
+/// When a commit made at `committed` reached `environment` (Argo CD's `deployedAt`) for a service whose
+/// scaffold was committed at `scaffolded`, in a world starting at `start` (all seconds since the epoch): dev
+/// [`DEV_DEPLOY_DELAY`] after the commit, prod [`PROD_DEPLOY_DELAY`] after it (the next working day), never
+/// before Argo CD first synced the service and never later than a minute before the start.
+pub fn deploy_time(environment: &str, committed: i64, scaffolded: i64, start: i64) -> i64 {
+    let delay = if environment == "prod" {
+        PROD_DEPLOY_DELAY
+    } else {
+        DEV_DEPLOY_DELAY
+    };
+    (committed + delay)
+        .max(scaffolded + FIRST_SYNC_DELAY)
+        .min(start - MINUTE)
+}
+
+/// One deploy of the planned history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deploy {
+    /// The service deployed.
+    pub service: &'static str,
+    /// Where.
+    pub environment: &'static str,
+    /// Its position in the service's [`ServicePlan::commits`].
+    pub commit: usize,
+    /// When Argo CD finished syncing it: the `deployedAt` of the Application's history entry.
+    pub at: Timestamp,
+}
+
+/// The service whose last prod deploy went bad: `payments`' promotion of "Add refunds reference" ships code
+/// that needs migration 0004 to a prod database still at 0003 ([`ServicePlan::prod_schema_behind`]), so
+/// its error ratio jumps from well under 1 % to about 8 % right after the deploy. Of all planned prod
+/// deploys it is the only one inside the metrics' six hours of history (about 3 h 41 min before the start).
+pub const BAD_DEPLOY_SERVICE: &str = SERVICES[BAD_DEPLOY_INDEX].name;
+/// The environment of the bad deploy.
+pub const BAD_DEPLOY_ENVIRONMENT: &str = "prod";
+/// `payments`' position in [`SERVICES`].
+const BAD_DEPLOY_INDEX: usize = 0;
 
 fn offset(service_index: usize, index: usize) -> i64 {
     index as i64 * DAY + service_index as i64 * SERVICE_STAGGER
@@ -599,6 +663,44 @@ mod tests {
         assert!(timeline.bootstrapped() < timeline.commit_time(0, 0));
         // Every planned deploy happened before the start.
         assert!(last + DEV_DEPLOY_DELAY < timeline.start().as_second());
+    }
+
+    #[test]
+    fn the_bad_deploy_is_payments_last_prod_deploy_a_few_hours_before_the_start() {
+        let timeline = Timeline::default();
+        let deploy = timeline.bad_deploy();
+        assert_eq!((deploy.service, deploy.environment), ("payments", "prod"));
+        let plan = service(BAD_DEPLOY_SERVICE).expect("payments");
+        assert_eq!(deploy.commit, plan.prod);
+        assert!(
+            plan.prod_schema_behind.is_some(),
+            "the story needs a reason"
+        );
+        let ago = timeline.start().as_second() - deploy.at.as_second();
+        assert_eq!(ago, 3 * HOUR + 41 * MINUTE);
+        // Inside the Metrics tab's six hours, with clean history on both sides of it.
+        assert!((HOUR..=6 * HOUR - 30 * MINUTE).contains(&ago), "{ago}");
+        let previous = plan.prod_previous.expect("a previous prod deploy");
+        assert!(
+            timeline.deployed(BAD_DEPLOY_INDEX, previous, "prod")
+                < deploy.at.as_second() - 6 * HOUR
+        );
+        // No other planned prod deploy falls inside the metrics' six hours, so the marker is unambiguous.
+        for (index, other) in SERVICES.iter().enumerate().skip(1) {
+            let at = timeline.deployed(index, other.prod, "prod");
+            assert!(
+                timeline.start().as_second() - at > 6 * HOUR,
+                "{} deployed to prod {}s before the start",
+                other.name,
+                timeline.start().as_second() - at
+            );
+        }
+        // A later start moves it along.
+        let later = Timeline::ending_at(timeline.start() + SignedDuration::from_hours(5));
+        assert_eq!(
+            later.bad_deploy().at.as_second() - deploy.at.as_second(),
+            5 * HOUR
+        );
     }
 
     #[test]

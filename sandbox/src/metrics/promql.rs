@@ -3,8 +3,19 @@
 //!
 //! Supported: vector selectors with `=`, `!=`, `=~`, `!~` matchers; range selectors inside `rate`
 //! and `increase`; `sum`/`avg`/`min`/`max`/`count` with `by (…)` or `without (…)` on either side;
-//! `histogram_quantile(φ, …)`; number literals. Anything else is a parse error naming what is not
-//! supported, so a query beyond the subset fails loudly rather than returning nothing.
+//! `histogram_quantile(φ, …)`; number literals (`Inf` and `NaN` included); unary `-`/`+`; and the
+//! arithmetic operators `*`, `/`, `+`, `-` with Prometheus' precedence (`*` and `/` bind tighter than
+//! `+` and `-`, all left-associative) and parentheses.
+//!
+//! Arithmetic follows Prometheus: between two numbers it gives a number; between a vector and a number
+//! it applies to every sample; between two vectors it matches samples one-to-one on their labels
+//! without `__name__` (what Prometheus does without `on`/`ignoring`), drops samples without a partner,
+//! and fails when one side has two samples with the same labels. Results lose `__name__`. Division by
+//! zero gives `NaN`, `+Inf` or `-Inf` as IEEE 754 (and Go) have it. `%`, `^`, comparisons, set
+//! operators and the `on`/`ignoring`/`group_left`/`group_right`/`bool` modifiers are not supported.
+//!
+//! Anything else is a parse error naming what is not supported, so a query beyond the subset fails
+//! loudly rather than returning nothing.
 
 use std::collections::BTreeMap;
 
@@ -26,6 +37,17 @@ fn fail<T>(message: impl Into<String>) -> Result<T> {
 pub enum Expr {
     /// A number literal.
     Number(f64),
+    /// `-expr`: every value negated (`__name__` dropped).
+    Negate(Box<Expr>),
+    /// `lhs op rhs` for an arithmetic operator.
+    Binary {
+        /// The operator.
+        op: BinaryOp,
+        /// The left operand.
+        lhs: Box<Expr>,
+        /// The right operand.
+        rhs: Box<Expr>,
+    },
     /// `name{matchers}` or `name{matchers}[range]`.
     Selector {
         /// The matchers, the metric name included as `__name__`.
@@ -73,6 +95,49 @@ pub enum Aggregation {
     Max,
     /// `count`.
     Count,
+}
+
+/// The arithmetic operators supported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinaryOp {
+    /// `+`.
+    Add,
+    /// `-`.
+    Sub,
+    /// `*`.
+    Mul,
+    /// `/`.
+    Div,
+}
+
+impl BinaryOp {
+    /// `lhs op rhs` in IEEE 754 arithmetic, as Go (and so Prometheus) computes it.
+    pub fn apply(self, lhs: f64, rhs: f64) -> f64 {
+        match self {
+            Self::Add => lhs + rhs,
+            Self::Sub => lhs - rhs,
+            Self::Mul => lhs * rhs,
+            Self::Div => lhs / rhs,
+        }
+    }
+
+    fn from_punct(punct: &str) -> Option<Self> {
+        match punct {
+            "+" => Some(Self::Add),
+            "-" => Some(Self::Sub),
+            "*" => Some(Self::Mul),
+            "/" => Some(Self::Div),
+            _ => None,
+        }
+    }
+
+    /// Binding power: `*` and `/` bind tighter than `+` and `-`.
+    fn precedence(self) -> u8 {
+        match self {
+            Self::Add | Self::Sub => 1,
+            Self::Mul | Self::Div => 2,
+        }
+    }
 }
 
 /// A label matcher.
@@ -166,8 +231,20 @@ fn lex(input: &str) -> Result<Vec<Token>> {
             tokens.push(Token::Ident(chars[start..i].iter().collect()));
         } else if c.is_ascii_digit() || c == '.' {
             let start = i;
-            while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '.') {
-                i += 1;
+            while i < chars.len() {
+                let d = chars[i];
+                // The sign of an exponent (`1e-3`) belongs to the number, not to an operator.
+                let exponent_sign = (d == '+' || d == '-')
+                    && i > start
+                    && matches!(chars[i - 1], 'e' | 'E')
+                    && chars[start..i - 1]
+                        .iter()
+                        .all(|c| c.is_ascii_digit() || *c == '.');
+                if d.is_ascii_alphanumeric() || d == '.' || exponent_sign {
+                    i += 1;
+                } else {
+                    break;
+                }
             }
             let text: String = chars[start..i].iter().collect();
             match text.parse::<f64>() {
@@ -224,7 +301,11 @@ fn lex(input: &str) -> Result<Vec<Token>> {
                 ']' => "]",
                 ',' => ",",
                 '=' => "=",
-                '+' | '-' | '*' | '/' | '%' | '^' | '>' | '<' => {
+                '+' => "+",
+                '-' => "-",
+                '*' => "*",
+                '/' => "/",
+                '%' | '^' | '>' | '<' => {
                     return fail(format!(
                         "parse error: binary operator \"{c}\" is not supported by the sandbox's PromQL subset"
                     ));
@@ -340,7 +421,84 @@ impl Parser {
         }
     }
 
+    /// A whole expression: operands joined by arithmetic operators.
     fn expr(&mut self) -> Result<Expr> {
+        self.binary(0)
+    }
+
+    /// Precedence climbing: operands and operators binding tighter than `min`, left-associative.
+    fn binary(&mut self, min: u8) -> Result<Expr> {
+        let mut lhs = self.unary()?;
+        while let Some(op) = self.operator()? {
+            if op.precedence() <= min {
+                break;
+            }
+            self.pos += 1;
+            self.unsupported_modifier()?;
+            let rhs = self.binary(op.precedence())?;
+            lhs = binary(op, lhs, rhs)?;
+        }
+        Ok(lhs)
+    }
+
+    /// The arithmetic operator at the cursor, if any; an operator outside the subset is an error.
+    fn operator(&self) -> Result<Option<BinaryOp>> {
+        match self.peek() {
+            Some(Token::Punct(p)) => {
+                if *p == "!=" {
+                    return fail(
+                        "parse error: comparison operator \"!=\" is not supported by the sandbox's PromQL subset",
+                    );
+                }
+                Ok(BinaryOp::from_punct(p))
+            }
+            Some(Token::Ident(word)) if matches!(word.as_str(), "and" | "or" | "unless") => {
+                fail(format!(
+                    "parse error: set operator \"{word}\" is not supported by the sandbox's PromQL subset"
+                ))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Fails on the vector-matching modifiers after an operator, which the subset does not have.
+    fn unsupported_modifier(&self) -> Result<()> {
+        match self.peek() {
+            Some(Token::Ident(word))
+                if matches!(
+                    word.as_str(),
+                    "on" | "ignoring" | "group_left" | "group_right" | "bool"
+                ) =>
+            {
+                fail(format!(
+                    "parse error: \"{word}\" is not supported by the sandbox's PromQL subset"
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// `-x`, `+x` or an operand. A sign binds tighter than every operator of the subset.
+    fn unary(&mut self) -> Result<Expr> {
+        if self.eat("-") {
+            return Ok(match self.unary()? {
+                Expr::Number(n) => Expr::Number(-n),
+                expr => {
+                    check_operand(&expr)?;
+                    Expr::Negate(Box::new(expr))
+                }
+            });
+        }
+        if self.eat("+") {
+            let expr = self.unary()?;
+            check_operand(&expr)?;
+            return Ok(expr);
+        }
+        self.primary()
+    }
+
+    /// A literal, a parenthesised expression, a selector, a function call or an aggregation.
+    fn primary(&mut self) -> Result<Expr> {
         match self.next() {
             Some(Token::Number(n)) => Ok(Expr::Number(n)),
             Some(Token::Punct("(")) => {
@@ -353,6 +511,8 @@ impl Parser {
                 self.selector(None)
             }
             Some(Token::Ident(name)) => match name.as_str() {
+                _ if name.eq_ignore_ascii_case("inf") => Ok(Expr::Number(f64::INFINITY)),
+                _ if name.eq_ignore_ascii_case("nan") => Ok(Expr::Number(f64::NAN)),
                 "sum" | "avg" | "min" | "max" | "count" => self.aggregate(&name),
                 "rate" | "increase" => {
                     self.expect("(")?;
@@ -499,6 +659,27 @@ impl Parser {
     }
 }
 
+/// Prometheus refuses range vectors as operands: only numbers and instant vectors combine.
+fn check_operand(expr: &Expr) -> Result<()> {
+    if matches!(expr, Expr::Selector { range: Some(_), .. }) {
+        return fail(
+            "parse error: binary expression must contain only scalar and instant vector types",
+        );
+    }
+    Ok(())
+}
+
+/// `lhs op rhs`, once both operands are known to be numbers or instant vectors.
+fn binary(op: BinaryOp, lhs: Expr, rhs: Expr) -> Result<Expr> {
+    check_operand(&lhs)?;
+    check_operand(&rhs)?;
+    Ok(Expr::Binary {
+        op,
+        lhs: Box::new(lhs),
+        rhs: Box::new(rhs),
+    })
+}
+
 // ---- evaluation ----
 
 /// Labels of one result series, `__name__` included while it survives.
@@ -517,6 +698,23 @@ pub enum Value {
 pub fn evaluate(expr: &Expr, generator: &Generator, t: f64) -> Result<Value> {
     match expr {
         Expr::Number(n) => Ok(Value::Scalar(*n)),
+        Expr::Negate(inner) => Ok(match evaluate(inner, generator, t)? {
+            Value::Scalar(v) => Value::Scalar(-v),
+            Value::Vector(samples) => Value::Vector(
+                samples
+                    .into_iter()
+                    .map(|(mut labels, v)| {
+                        labels.remove("__name__");
+                        (labels, -v)
+                    })
+                    .collect(),
+            ),
+        }),
+        Expr::Binary { op, lhs, rhs } => {
+            let lhs = evaluate(lhs, generator, t)?;
+            let rhs = evaluate(rhs, generator, t)?;
+            arithmetic(*op, lhs, rhs)
+        }
         Expr::Selector { range: Some(_), .. } => fail(
             "invalid expression type \"range vector\" for range query, must be Scalar or instant Vector",
         ),
@@ -594,6 +792,60 @@ pub fn evaluate(expr: &Expr, generator: &Generator, t: f64) -> Result<Value> {
             ))
         }
     }
+}
+
+/// `lhs op rhs` on evaluated operands, with Prometheus' one-to-one vector matching.
+fn arithmetic(op: BinaryOp, lhs: Value, rhs: Value) -> Result<Value> {
+    let unnamed = |mut labels: Labels| {
+        labels.remove("__name__");
+        labels
+    };
+    match (lhs, rhs) {
+        (Value::Scalar(a), Value::Scalar(b)) => Ok(Value::Scalar(op.apply(a, b))),
+        (Value::Vector(samples), Value::Scalar(b)) => Ok(Value::Vector(
+            samples
+                .into_iter()
+                .map(|(labels, a)| (unnamed(labels), op.apply(a, b)))
+                .collect(),
+        )),
+        (Value::Scalar(a), Value::Vector(samples)) => Ok(Value::Vector(
+            samples
+                .into_iter()
+                .map(|(labels, b)| (unnamed(labels), op.apply(a, b)))
+                .collect(),
+        )),
+        (Value::Vector(left), Value::Vector(right)) => {
+            let mut partners: BTreeMap<Labels, f64> = BTreeMap::new();
+            for (labels, value) in right {
+                let signature = unnamed(labels);
+                if partners.insert(signature.clone(), value).is_some() {
+                    return fail(format!(
+                        "found duplicate series for the match group {} on the right hand-side of the operation; many-to-many matching not allowed: matching labels must be unique on one side",
+                        show(&signature)
+                    ));
+                }
+            }
+            let mut out: BTreeMap<Labels, f64> = BTreeMap::new();
+            for (labels, a) in left {
+                let signature = unnamed(labels);
+                let Some(&b) = partners.get(&signature) else {
+                    continue;
+                };
+                if out.insert(signature, op.apply(a, b)).is_some() {
+                    return fail(
+                        "multiple matches for labels: many-to-one matching must be explicit (group_left/group_right)",
+                    );
+                }
+            }
+            Ok(Value::Vector(out.into_iter().collect()))
+        }
+    }
+}
+
+/// Labels as Prometheus prints a match group: `{a="1", b="2"}`.
+fn show(labels: &Labels) -> String {
+    let pairs: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
+    format!("{{{}}}", pairs.join(", "))
 }
 
 fn aggregate(op: Aggregation, values: &[f64]) -> f64 {
@@ -703,10 +955,170 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
+    const ORIGIN: f64 = 1_700_000_000.0;
+
+    fn generator() -> Generator {
+        Generator::new(7, ORIGIN, &crate::world::SERVICES)
+    }
+
+    /// `query` evaluated an hour after the origin.
+    fn eval(query: &str) -> Value {
+        evaluate(&parse(query).unwrap(), &generator(), ORIGIN + 3600.0).unwrap()
+    }
+
+    fn scalar(query: &str) -> f64 {
+        match eval(query) {
+            Value::Scalar(v) => v,
+            other => panic!("{query} gave {other:?}"),
+        }
+    }
+
+    fn vector(query: &str) -> Vec<(Labels, f64)> {
+        match eval(query) {
+            Value::Vector(samples) => samples,
+            other => panic!("{query} gave {other:?}"),
+        }
+    }
+
+    #[test]
+    fn products_and_quotients_bind_tighter_than_sums_and_all_associate_left() {
+        assert_eq!(scalar("1 + 2 * 3"), 7.0);
+        assert_eq!(scalar("(1 + 2) * 3"), 9.0);
+        assert_eq!(scalar("2 * 3 - 4 / 2"), 4.0);
+        assert_eq!(scalar("8 / 2 / 2"), 2.0);
+        assert_eq!(scalar("2 - 3 - 4"), -5.0);
+        assert_eq!(scalar("10 - (3 - 4)"), 11.0);
+        assert_eq!(scalar("-2 * 3"), -6.0);
+        assert_eq!(scalar("- (1 + 2)"), -3.0);
+        assert_eq!(scalar("1e-3 * 1000"), 1.0);
+        assert_eq!(scalar("2e+1+1"), 21.0);
+    }
+
+    #[test]
+    fn division_by_zero_gives_nan_and_infinities_as_prometheus_does() {
+        assert_eq!(scalar("1 / 0"), f64::INFINITY);
+        assert_eq!(scalar("-1 / 0"), f64::NEG_INFINITY);
+        assert!(scalar("0 / 0").is_nan());
+        assert_eq!(scalar("Inf - 1"), f64::INFINITY);
+        assert!(scalar("NaN * 0").is_nan());
+        let selector = r#"http_requests_total{service="payments",environment="prod"}"#;
+        let samples = vector(&format!("{selector} / 0"));
+        assert_eq!(samples.len(), 3);
+        assert!(
+            samples.iter().all(|(_, v)| *v == f64::INFINITY),
+            "{samples:?}"
+        );
+        let samples = vector(&format!("({selector} - {selector}) / 0"));
+        assert!(samples.iter().all(|(_, v)| v.is_nan()), "{samples:?}");
+    }
+
+    #[test]
+    fn vectors_match_one_to_one_on_their_labels_without_the_metric_name() {
+        let selector = r#"service="payments",environment="prod""#;
+        // Same labels, different names: the mean latency.
+        let mean = vector(&format!(
+            "http_request_duration_seconds_sum{{{selector}}} / http_request_duration_seconds_count{{{selector}}}"
+        ));
+        assert_eq!(mean.len(), 1, "{mean:?}");
+        assert!(!mean[0].0.contains_key("__name__"));
+        assert_eq!(mean[0].0["service"], "payments");
+        assert!(mean[0].1 > 0.0 && mean[0].1 < 5.0, "{mean:?}");
+
+        // Each status class divided by itself, labels kept.
+        let ones = vector(&format!(
+            "http_requests_total{{{selector}}} / http_requests_total{{{selector}}}"
+        ));
+        let codes: Vec<&str> = ones.iter().map(|(l, _)| l["code"].as_str()).collect();
+        assert_eq!(codes, ["2xx", "4xx", "5xx"]);
+        assert!(ones.iter().all(|(_, v)| *v == 1.0), "{ones:?}");
+
+        // Only the 5xx series has a partner; the others drop out.
+        let ratio = vector(&format!(
+            r#"rate(http_requests_total{{{selector}}}[5m]) / rate(http_requests_total{{{selector},code="5xx"}}[5m])"#
+        ));
+        assert_eq!(ratio.len(), 1, "{ratio:?}");
+        assert_eq!(ratio[0].1, 1.0);
+
+        // `{code=…}` never matches `{}`: nothing, as in Prometheus.
+        let none = vector(&format!(
+            "sum by (code) (rate(http_requests_total{{{selector}}}[5m])) / sum(rate(http_requests_total{{{selector}}}[5m]))"
+        ));
+        assert!(none.is_empty(), "{none:?}");
+
+        // The error ratio: one sample, between 0 and 1.
+        let errors = vector(&format!(
+            r#"sum(rate(http_requests_total{{{selector},code=~"5.."}}[5m])) / sum(rate(http_requests_total{{{selector}}}[5m]))"#
+        ));
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].0.is_empty());
+        assert!(errors[0].1 > 0.0 && errors[0].1 < 0.01, "{errors:?}");
+    }
+
+    #[test]
+    fn vectors_and_numbers_combine_sample_by_sample_and_lose_the_metric_name() {
+        let selector =
+            r#"container_memory_working_set_bytes{service="payments",environment="prod"}"#;
+        let bytes = vector(selector);
+        let mebibytes = vector(&format!("{selector} / 1024 / 1024"));
+        let doubled = vector(&format!("2 * {selector} + 0"));
+        let negated = vector(&format!("-{selector}"));
+        assert_eq!(bytes.len(), 2);
+        for (i, (labels, value)) in bytes.iter().enumerate() {
+            assert_eq!(labels["__name__"], "container_memory_working_set_bytes");
+            let mut unnamed = labels.clone();
+            unnamed.remove("__name__");
+            assert_eq!(mebibytes[i], (unnamed.clone(), value / 1024.0 / 1024.0));
+            assert_eq!(doubled[i], (unnamed.clone(), 2.0 * value));
+            assert_eq!(negated[i], (unnamed, -value));
+        }
+    }
+
+    #[test]
+    fn duplicate_label_sets_on_one_side_are_an_error() {
+        let both = r#"{__name__=~"http_request_duration_seconds_(sum|count)",service="payments",environment="prod"}"#;
+        let single =
+            r#"http_request_duration_seconds_count{service="payments",environment="prod"}"#;
+        let generator = generator();
+        let err = evaluate(
+            &parse(&format!("{single} / {both}")).unwrap(),
+            &generator,
+            ORIGIN,
+        )
+        .unwrap_err();
+        assert!(
+            err.0.contains("duplicate series for the match group"),
+            "{err}"
+        );
+        let err = evaluate(
+            &parse(&format!("{both} / {single}")).unwrap(),
+            &generator,
+            ORIGIN,
+        )
+        .unwrap_err();
+        assert!(err.0.contains("multiple matches for labels"), "{err}");
+    }
+
     #[test]
     fn queries_outside_the_subset_name_what_is_unsupported() {
-        let err = parse("sum(rate(x[5m])) / sum(rate(y[5m]))").unwrap_err();
-        assert!(err.0.contains("binary operator \"/\""), "{err}");
+        let err = parse("sum(rate(x[5m])) % sum(rate(y[5m]))").unwrap_err();
+        assert!(err.0.contains("binary operator \"%\""), "{err}");
+        let err = parse("x ^ 2").unwrap_err();
+        assert!(err.0.contains("binary operator \"^\""), "{err}");
+        let err = parse("x / on (a) y").unwrap_err();
+        assert!(err.0.contains("\"on\""), "{err}");
+        let err = parse("x / ignoring (a) y").unwrap_err();
+        assert!(err.0.contains("\"ignoring\""), "{err}");
+        let err = parse("x and y").unwrap_err();
+        assert!(err.0.contains("set operator \"and\""), "{err}");
+        let err = parse("x != 1").unwrap_err();
+        assert!(err.0.contains("comparison operator"), "{err}");
+        let err = parse("x > 1").unwrap_err();
+        assert!(err.0.contains("\">\""), "{err}");
+        let err = parse("x[5m] / 2").unwrap_err();
+        assert!(err.0.contains("scalar and instant vector"), "{err}");
+        assert!(parse("rate(x[5m] * 2)").is_err());
+        assert!(parse("x /").is_err());
+        assert!(parse("* x").is_err());
         let err = parse("irate(x[5m])").unwrap_err();
         assert!(err.0.contains("\"irate\""), "{err}");
         assert!(parse("rate(x)").is_err());

@@ -4,6 +4,13 @@
 //! Counters are closed-form integrals of their rates (a daily wave around a per-service base) plus a
 //! bounded piecewise-linear noise whose slope never exceeds the smallest rate, so they are monotonic
 //! without summing over history, and a sample at any instant costs the same.
+//!
+//! The story the charts tell: `recommendations` crash-loops in dev (restarts, a saw-tooth of memory, 15 %
+//! 5xx), `payments` in prod slows down for a while every few hours, and from the instant of the world's
+//! bad deploy ([`crate::world::Timeline::bad_deploy`], given by [`Generator::with_bad_deploy`]) that
+//! service's 5xx share steps up from a fraction of a percent to [`BAD_DEPLOY_ERRORS`]. A status class's
+//! counter integrates its share piecewise (before and after the step), so it stays closed-form and
+//! monotonic, and the total request rate does not change.
 
 use std::collections::BTreeMap;
 use std::f64::consts::PI;
@@ -46,6 +53,8 @@ const SLOW_FACTOR: f64 = 8.0;
 const BUMP_FACTOR: f64 = 10.0;
 /// Spread (σ of the log) of every latency distribution.
 const SIGMA: f64 = 0.5;
+/// Share of requests answered with a 5xx after the bad deploy.
+pub const BAD_DEPLOY_ERRORS: f64 = 0.08;
 
 /// Which quantity a series measures; its labels say for whom.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -90,10 +99,16 @@ impl Series {
 /// How one service behaves in one environment.
 #[derive(Debug, Clone)]
 struct Profile {
+    /// The service.
+    service: &'static str,
+    /// The environment.
+    environment: &'static str,
     /// Requests per second at the daily mean.
     rate: f64,
     /// Share of requests per status class, summing to 1.
     shares: [f64; 3],
+    /// A bad deploy: from this Unix time on, the shares are these instead.
+    step: Option<(f64, [f64; 3])>,
     /// Median latency of ordinary requests, in seconds.
     median: f64,
     /// Where in the day the traffic peaks, as a phase.
@@ -139,8 +154,11 @@ impl Generator {
                 };
                 let four_xx = 0.02 + 0.03 * unit(3);
                 let profile = Profile {
+                    service: plan.name,
+                    environment,
                     rate: if prod { base } else { base / 15.0 },
                     shares: [1.0 - five_xx - four_xx, four_xx, five_xx],
+                    step: None,
                     median: 0.02 + 0.08 * unit(4),
                     phase: 2.0 * PI * unit(5),
                     cpu: if prod {
@@ -228,6 +246,25 @@ impl Generator {
         }
     }
 
+    /// The same series, except that from Unix time `at` on [`BAD_DEPLOY_ERRORS`] of `service`'s requests
+    /// in `environment` fail (taken from its 2xx); the 4xx share and the total rate stay as they were.
+    /// The sandbox passes the world's [`crate::world::Timeline::bad_deploy`], so the jump lines up with
+    /// Argo CD's history.
+    pub fn with_bad_deploy(mut self, service: &str, environment: &str, at: f64) -> Self {
+        for p in &mut self.profiles {
+            if p.service == service && p.environment == environment {
+                let [_, four_xx, _] = p.shares;
+                let shares = [
+                    1.0 - BAD_DEPLOY_ERRORS - four_xx,
+                    four_xx,
+                    BAD_DEPLOY_ERRORS,
+                ];
+                p.step = Some((at, shares));
+            }
+        }
+        self
+    }
+
     /// Every series, in a stable order.
     pub fn series(&self) -> &[Series] {
         &self.series
@@ -301,11 +338,25 @@ impl Generator {
 
     /// Requests of one status class since the origin.
     fn requests(&self, p: &Profile, code: usize, t: f64) -> f64 {
-        let share = p.shares.get(code).copied().unwrap_or(0.0);
-        let rate = p.rate * share;
         let key = mix(p.key ^ 0x10 ^ code as u64);
+        // Requests of this class between `from` and `to` while it has `share` of the traffic: each
+        // piece is monotonic on its own, and pieces meet where one ends and the next begins.
+        let piece = |shares: &[f64; 3], from: f64, to: f64| {
+            if to <= from {
+                return 0.0;
+            }
+            let rate = p.rate * shares.get(code).copied().unwrap_or(0.0);
+            integral(rate, p.phase, from, to) + noise(key, rate, to) - noise(key, rate, from)
+        };
         let o = self.origin;
-        (integral(rate, p.phase, o, t) + noise(key, rate, t) - noise(key, rate, o)).max(0.0)
+        let total = match p.step {
+            Some((at, after)) if t > at => {
+                let at = at.max(o);
+                piece(&p.shares, o, at) + piece(&after, at, t)
+            }
+            _ => piece(&p.shares, o, t),
+        };
+        total.max(0.0)
     }
 
     /// Requests that fell into a latency bump since the origin (zero for profiles without bumps).
@@ -422,8 +473,10 @@ fn pod_name(service: &str, key: u64, pod: usize) -> String {
     )
 }
 
-/// A sample value (or `le` bound) as Prometheus writes it: shortest round-trip decimal, `NaN`,
-/// `+Inf`, `-Inf`.
+/// A sample value (or `le` bound) as Prometheus' query API writes it (`jsonutil.MarshalValue`: Go's
+/// `strconv.FormatFloat` with the shortest round-trip digits): `NaN`, `+Inf`, `-Inf`; plain decimals,
+/// except below 1e-6 or from 1e21 in magnitude, which get Go's exponent form (`1e-07`, `1.5e+21`).
+/// The text exposition and promtool read either form.
 pub(crate) fn format_value(v: f64) -> String {
     if v.is_nan() {
         "NaN".into()
@@ -431,6 +484,15 @@ pub(crate) fn format_value(v: f64) -> String {
         "+Inf".into()
     } else if v == f64::NEG_INFINITY {
         "-Inf".into()
+    } else if v != 0.0 && (v.abs() < 1e-6 || v.abs() >= 1e21) {
+        // Rust writes `1.5e-7`; Go writes the exponent signed and with at least two digits.
+        let text = format!("{v:e}");
+        let (mantissa, exponent) = text.split_once('e').unwrap_or((&text, "0"));
+        let (sign, digits) = match exponent.strip_prefix('-') {
+            Some(digits) => ('-', digits),
+            None => ('+', exponent),
+        };
+        format!("{mantissa}e{sign}{digits:0>2}")
     } else {
         format!("{v}")
     }
@@ -444,7 +506,12 @@ mod tests {
     #[test]
     fn counters_never_go_down_and_buckets_are_cumulative() {
         let origin = 1_700_000_000.0;
-        let generator = Generator::new(7, origin, &SERVICES);
+        // A bad deploy between two samples, so the loop checks counters across it too.
+        let generator = Generator::new(7, origin, &SERVICES).with_bad_deploy(
+            "payments",
+            "prod",
+            origin + 7400.5,
+        );
         for series in generator.series().iter().filter(|s| s.is_counter()) {
             let mut last = 0.0;
             let mut t = origin - 100.0;
@@ -472,6 +539,110 @@ mod tests {
         let t = origin + 5000.0;
         let values: Vec<f64> = payments.iter().map(|s| generator.sample(s, t)).collect();
         assert!(values.windows(2).all(|w| w[0] <= w[1] + 1e-9), "{values:?}");
+    }
+
+    /// The 5xx share of `service` in `environment` over the `window` seconds before `t`.
+    fn error_ratio(
+        generator: &Generator,
+        service: &str,
+        environment: &str,
+        t: f64,
+        window: f64,
+    ) -> f64 {
+        let (mut errors, mut all) = (0.0, 0.0);
+        for series in generator.series().iter().filter(|s| {
+            s.name == "http_requests_total"
+                && s.labels["service"] == service
+                && s.labels["environment"] == environment
+        }) {
+            let delta = generator.sample(series, t) - generator.sample(series, t - window);
+            all += delta;
+            if series.labels["code"] == "5xx" {
+                errors += delta;
+            }
+        }
+        errors / all
+    }
+
+    #[test]
+    fn the_error_ratio_steps_up_at_the_bad_deploy_and_nowhere_else() {
+        let origin = 1_700_000_000.0;
+        let at = origin + 5.0 * 3600.0 + 17.0;
+        let plain = Generator::new(7, origin, &SERVICES);
+        let bad = plain.clone().with_bad_deploy("payments", "prod", at);
+        let window = 600.0;
+        assert!(error_ratio(&bad, "payments", "prod", at, window) < 0.01);
+        let after = error_ratio(&bad, "payments", "prod", at + window, window);
+        assert!((0.07..0.09).contains(&after), "{after}");
+        // Hours later it still fails, and the counters are continuous at the step.
+        assert!(error_ratio(&bad, "payments", "prod", at + 3.0 * 3600.0, 3600.0) > 0.07);
+        for series in bad.series().iter().filter(|s| s.is_counter()) {
+            let (before, after) = (bad.sample(series, at - 1e-3), bad.sample(series, at + 1e-3));
+            assert!(
+                (after - before).abs() < 1.0,
+                "{} {:?}",
+                series.name,
+                series.labels
+            );
+        }
+        // Everything else, and everything before the step, is untouched.
+        for series in plain.series() {
+            let same_service =
+                series.labels["service"] == "payments" && series.labels["environment"] == "prod";
+            for t in [origin + 60.0, at - 1.0, at + 600.0, at + 7200.0] {
+                if !(same_service && t > at && series.name.starts_with("http_")) {
+                    assert_eq!(
+                        plain.sample(series, t),
+                        bad.sample(series, t),
+                        "{} {:?} at {t}",
+                        series.name,
+                        series.labels
+                    );
+                }
+            }
+        }
+        // The total rate does not change: only the 5xx share does.
+        let count = |g: &Generator, t: f64| {
+            g.series()
+                .iter()
+                .filter(|s| {
+                    s.name == "http_request_duration_seconds_count"
+                        && s.labels["service"] == "payments"
+                        && s.labels["environment"] == "prod"
+                })
+                .map(|s| g.sample(s, t))
+                .sum::<f64>()
+        };
+        let (before, after) = (count(&plain, at + 3600.0), count(&bad, at + 3600.0));
+        assert!(
+            (after - before).abs() / before < 0.01,
+            "{before} vs {after}"
+        );
+    }
+
+    #[test]
+    fn values_are_written_as_prometheus_writes_them() {
+        let cases = [
+            (f64::NAN, "NaN"),
+            (f64::INFINITY, "+Inf"),
+            (f64::NEG_INFINITY, "-Inf"),
+            (0.0, "0"),
+            (-0.0, "-0"),
+            (1.0, "1"),
+            (0.005, "0.005"),
+            (-2.5, "-2.5"),
+            (0.1 + 0.2, "0.30000000000000004"),
+            (1e-6, "0.000001"),
+            (1e-7, "1e-07"),
+            (-1.5e-7, "-1.5e-07"),
+            (1e-300, "1e-300"),
+            (1e20, "100000000000000000000"),
+            (1e21, "1e+21"),
+            (1.2345e22, "1.2345e+22"),
+        ];
+        for (value, expected) in cases {
+            assert_eq!(format_value(value), expected, "{value:?}");
+        }
     }
 
     #[test]
