@@ -57,6 +57,84 @@ pub struct TowerConfig {
     /// onboarding refuses others. Empty (the default) leaves both to the person filling the form.
     #[serde(default)]
     pub scaffolds: Vec<shared::delivery::Scaffold>,
+    /// Mimir (or any Prometheus HTTP API) for the Metrics tab; absent, the tab says metrics are not
+    /// configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mimir: Option<MimirConfig>,
+}
+
+/// Where metrics are read, and the labels the fixed queries select a service's series by.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MimirConfig {
+    /// The Prometheus API base, e.g. `https://mimir.example/prometheus` (Tower appends `/api/v1/query_range`).
+    pub url: String,
+    /// Mimir's tenant, sent as `X-Scope-OrgID`; absent for a plain Prometheus.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+    /// The label holding the service's name on its series.
+    #[serde(default = "default_service_metric_label")]
+    pub service_label: String,
+    /// The label holding the environment on its series.
+    #[serde(default = "default_environment_metric_label")]
+    pub environment_label: String,
+}
+
+impl MimirConfig {
+    /// A Prometheus API at `url` with the default labels and no tenant.
+    pub fn new(url: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            tenant: None,
+            service_label: default_service_metric_label(),
+            environment_label: default_environment_metric_label(),
+        }
+    }
+
+    fn validate(&self) -> Vec<ConfigError> {
+        let mut errors = Vec::new();
+        if !is_http_url(&self.url) {
+            errors.push(error("mimir.url", "must be an http:// or https:// URL"));
+        }
+        // Label names go into PromQL as they are, so they must be what PromQL allows there.
+        for (key, label) in [
+            ("mimir.service_label", &self.service_label),
+            ("mimir.environment_label", &self.environment_label),
+        ] {
+            if !is_label_name(label) {
+                errors.push(error(
+                    key,
+                    "must be a Prometheus label name: letters, digits and _, not starting with a digit",
+                ));
+            }
+        }
+        if let Some(tenant) = &self.tenant
+            && (tenant.is_empty() || !tenant.bytes().all(|b| b.is_ascii_graphic()))
+        {
+            errors.push(error(
+                "mimir.tenant",
+                "must be a non-empty tenant id without spaces",
+            ));
+        }
+        errors
+    }
+}
+
+fn default_service_metric_label() -> String {
+    "service".into()
+}
+
+fn default_environment_metric_label() -> String {
+    "environment".into()
+}
+
+/// Whether `name` is a Prometheus label name (`[a-zA-Z_][a-zA-Z0-9_]*`).
+fn is_label_name(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    bytes
+        .next()
+        .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
 /// A Kubernetes resource kind Tower watches by name rather than by a type compiled in (a Crossplane claim or
@@ -398,6 +476,9 @@ impl TowerConfig {
                 errors.extend(kind.validate(&format!("{key}[{index}]")));
             }
         }
+        if let Some(mimir) = &self.mimir {
+            errors.extend(mimir.validate());
+        }
         for (index, scaffold) in self.scaffolds.iter().enumerate() {
             let key = format!("scaffolds[{index}]");
             if let Err(problem) = shared::delivery::validate_label("name", &scaffold.name) {
@@ -518,12 +599,36 @@ mod tests {
                 name: "go-service".into(),
                 versions: vec!["1.4.0".into()],
             }],
+            mimir: Some(MimirConfig::new("https://mimir.example/prometheus")),
         }
     }
 
     #[test]
     fn a_sound_configuration_has_no_errors() {
         assert_eq!(config().validate(), vec![]);
+    }
+
+    #[test]
+    fn mimir_labels_must_be_label_names_because_they_go_into_promql() {
+        let mut bad = config();
+        let mimir = bad
+            .mimir
+            .as_mut()
+            .expect("the sound configuration has Mimir");
+        mimir.url = "mimir.example".into();
+        mimir.service_label = "app\"} or vector(1) #".into();
+        mimir.environment_label = "2env".into();
+        mimir.tenant = Some("team a".into());
+        let keys: Vec<String> = bad.validate().into_iter().map(|e| e.key).collect();
+        assert_eq!(
+            keys,
+            [
+                "mimir.url",
+                "mimir.service_label",
+                "mimir.environment_label",
+                "mimir.tenant"
+            ]
+        );
     }
 
     #[test]

@@ -183,7 +183,7 @@ fn next_request_id() -> String {
 }
 
 /// The error and every cause below it, outermost first: what an operator needs and the browser never sees.
-fn cause_chain(error: &dyn std::error::Error) -> String {
+pub(crate) fn cause_chain(error: &dyn std::error::Error) -> String {
     let mut chain = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {

@@ -25,6 +25,7 @@ use shared::fleet::{
     ActivityItem, ActivityKind, DatabaseView, DeploymentCard, FleetEvent, Health, SchemaCheckView,
     ServiceDetail, ServiceSummary, SourceState, SourceStatus,
 };
+use shared::metrics::DeployMarker;
 use tokio::sync::{broadcast, mpsc, watch as tokio_watch};
 
 use self::cards::{CardInputs, card, cell};
@@ -216,6 +217,38 @@ impl FleetModel {
             .iter()
             .find(|p| p.metadata.name.as_deref() == Some(name))
             .and_then(|p| p.metadata.namespace.clone())
+    }
+
+    /// The deploys Argo CD remembers for `service` in `environment`, oldest first, as chart markers.
+    pub fn deploy_markers(&self, service: &str, environment: &str) -> Vec<DeployMarker> {
+        let labels = &self.inner.labels;
+        let is_this = |app: &DynamicObject| {
+            let Some(map) = app.metadata.labels.as_ref() else {
+                return false;
+            };
+            map.get(&labels.component).map(String::as_str) == Some(service)
+                && map.get(&labels.environment).map(String::as_str) == Some(environment)
+        };
+        let Some(app) = self
+            .inner
+            .stores
+            .applications
+            .state()
+            .into_iter()
+            .find(|a| is_this(a))
+        else {
+            return Vec::new();
+        };
+        cards::deploys(&app.data)
+            .into_iter()
+            .filter_map(|deploy| {
+                Some(DeployMarker {
+                    at: deploy.at.parse::<jiff::Timestamp>().ok()?.as_second(),
+                    version: cards::short(deploy.revision),
+                    previous: deploy.previous.map(cards::short),
+                })
+            })
+            .collect()
     }
 
     /// The workload environments, in order.

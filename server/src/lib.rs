@@ -6,6 +6,7 @@ pub mod config;
 pub mod delivery;
 pub mod error;
 pub mod fleet;
+pub mod metrics;
 pub mod routes;
 #[cfg(feature = "sandbox")]
 pub mod sandbox_cli;

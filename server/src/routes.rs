@@ -7,6 +7,7 @@
 
 pub mod delivery;
 pub mod fleet;
+pub mod metrics;
 pub mod session;
 pub mod spa;
 
@@ -85,6 +86,7 @@ pub fn api(state: &AppState) -> ApiRoutes {
     let api = ApiRoutes::new(state.clone());
     let api = session::routes(api);
     let api = fleet::routes(api);
+    let api = metrics::routes(api);
     delivery::routes(api)
 }
 
@@ -128,6 +130,11 @@ async fn guard(
         .iter()
         .find(|(key, _)| *key == "name")
         .map(|(_, value)| value.to_string());
+    // Services and environments are DNS labels; anything else is refused before any lookup, so no
+    // handler (and no upstream query built from the path) ever sees another shape.
+    if let Err(problem) = labels_in_path(&params) {
+        return with_guard_mark(Error::Invalid(problem).into_response());
+    }
     let login = user
         .as_ref()
         .map(|u| u.login.as_str())
@@ -153,6 +160,18 @@ async fn guard(
         Err(error) => error.into_response(),
     };
     with_guard_mark(response)
+}
+
+/// The `{name}` (a service) and `{env}` placeholders must be DNS labels.
+fn labels_in_path(params: &RawPathParams) -> Result<(), shared::delivery::FieldError> {
+    for (key, value) in params {
+        match key {
+            "name" => shared::delivery::validate_label("name", value)?,
+            "env" => shared::delivery::validate_label("env", value)?,
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// Whether `user` may call `route` (on `service`, for a service's route).

@@ -135,6 +135,8 @@ pub fn tower_config(sandbox: &sandbox::Sandbox, listen: SocketAddr) -> TowerConf
             .collect(),
         // The defaults are what the sandbox's Composition composes, so the tests exercise them.
         crossplane_composed: crate::config::default_composed_kinds(),
+        // The sandbox's series carry the default labels.
+        mimir: sandbox.metrics_url().map(crate::config::MimirConfig::new),
     }
 }
 

@@ -253,7 +253,13 @@ pub async fn build_state(
         github,
         sandbox,
     };
+    let metrics = config
+        .mimir
+        .as_ref()
+        .map(crate::metrics::Metrics::new)
+        .transpose()?;
     Ok(AppState {
+        metrics,
         fleet,
         assets,
         auth,

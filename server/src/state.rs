@@ -35,4 +35,6 @@ pub struct AppState {
     /// Pull requests to `application-repositories` through the GitHub App, green builds and release
     /// records; absent when no GitHub App is configured.
     pub delivery: Option<crate::delivery::Delivery>,
+    /// The Metrics tab's fixed queries against Mimir; absent when no Mimir is configured.
+    pub metrics: Option<crate::metrics::Metrics>,
 }

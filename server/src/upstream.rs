@@ -4,3 +4,4 @@ pub mod argocd;
 pub mod github;
 pub mod github_oauth;
 pub mod kube;
+pub mod mimir;

@@ -16,6 +16,7 @@ use crate::fleet::{
     ActivityItem, DatabaseView, EnvironmentView, FleetEvent, ServiceDetail, ServiceSummary,
     SyncRequest, SyncResponse,
 };
+use crate::metrics::{MetricsRange, MetricsView};
 use crate::session::SessionInfo;
 use crate::url::encode_query_value;
 
@@ -209,6 +210,11 @@ endpoints! {
     Logs: Get "/services/{name}/environments/{env}/logs" (service, environment),
         Service(Permission::ReadLogs);
         () => String;
+    /// The fixed metrics of a service in one environment, with its deploys; takes a
+    /// [`crate::metrics::MetricsParams`].
+    GetMetrics: Get "/services/{name}/environments/{env}/metrics" (service, environment),
+        Service(Permission::ReadMetrics);
+        () => MetricsView;
     /// The environments and their clusters' connections.
     ListEnvironments: Get "/environments" (), Fleet(Permission::ReadFleet);
         () => Vec<EnvironmentView>;
@@ -276,6 +282,15 @@ impl Logs {
     /// The log stream of one container of `service` in `environment`.
     pub fn with_query(service: &str, environment: &str, query: &LogQuery) -> String {
         format!("{}?{}", Self::url(service, environment), query.to_query())
+    }
+}
+
+impl GetMetrics {
+    /// The metrics of `service` in `environment` over `range`.
+    pub fn with_range(service: &str, environment: &str, range: MetricsRange) -> String {
+        let mut query = Query::default();
+        query.push("range", range.param());
+        format!("{}?{}", Self::url(service, environment), query.0)
     }
 }
 
@@ -439,12 +454,17 @@ mod tests {
             Rollback::url("payments"),
             ServicePulls::url("payments"),
             GetRelease::url("abc123"),
+            GetMetrics::with_range("payments", "prod", MetricsRange::Week),
         ];
         for url in &urls {
             assert!(!url.contains('{'), "{url}");
         }
         assert_eq!(urls[0], "/api/v1/services/pay%20ments");
         assert_eq!(urls[2], "/api/v1/services/payments/environments/dev/sync");
+        assert_eq!(
+            urls[16],
+            "/api/v1/services/payments/environments/prod/metrics?range=7d"
+        );
         assert_eq!(
             urls[6],
             "/api/v1/services/payments/templates/add-database/preview"

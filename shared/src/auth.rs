@@ -22,6 +22,8 @@ pub enum Permission {
     ReadReleases,
     /// Tower's pull requests and their checks.
     ReadPullRequests,
+    /// A service's metrics: the fixed queries of the Metrics tab.
+    ReadMetrics,
     /// Pod logs (owner-only).
     ReadLogs,
     /// A failed migration's database error text (owner-only).
@@ -38,11 +40,12 @@ pub enum Permission {
 
 impl Permission {
     /// Every permission, for exhaustive tests and the UI's explanations.
-    pub const ALL: [Permission; 10] = [
+    pub const ALL: [Permission; 11] = [
         Permission::ReadCatalog,
         Permission::ReadFleet,
         Permission::ReadReleases,
         Permission::ReadPullRequests,
+        Permission::ReadMetrics,
         Permission::ReadLogs,
         Permission::ReadDatabaseErrors,
         Permission::RunTemplates,
@@ -76,6 +79,7 @@ impl Permission {
             Permission::ReadFleet => "see deployments",
             Permission::ReadReleases => "see releases",
             Permission::ReadPullRequests => "see pull requests",
+            Permission::ReadMetrics => "see metrics",
             Permission::ReadLogs => "see logs",
             Permission::ReadDatabaseErrors => "see database errors",
             Permission::RunTemplates => "run templates",
@@ -92,6 +96,7 @@ impl Permission {
             Permission::ReadFleet,
             Permission::ReadReleases,
             Permission::ReadPullRequests,
+            Permission::ReadMetrics,
         ]
         .into()
     }

@@ -8,6 +8,7 @@ pub mod auth;
 pub mod delivery;
 pub mod error;
 pub mod fleet;
+pub mod metrics;
 pub mod session;
 pub mod status;
 pub mod time;

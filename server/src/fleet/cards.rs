@@ -175,10 +175,21 @@ fn previous_version(app: &Value) -> Option<String> {
         .map(short)
 }
 
-/// The deploys Argo CD remembers for a service's Application (`status.history`), oldest first, as
-/// activity: what the Overview's feed starts with, so it is not empty until something happens.
-pub fn deploy_history(app: &Value, service: &str, environment: &str) -> Vec<ActivityItem> {
-    let mut items = Vec::new();
+/// One deploy Argo CD remembers: a history entry whose revision differs from the one before it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Deploy<'a> {
+    /// `deployedAt`, RFC 3339.
+    pub at: &'a str,
+    /// The revision deployed (full).
+    pub revision: &'a str,
+    /// The revision it replaced, when history has one.
+    pub previous: Option<&'a str>,
+}
+
+/// The deploys in an Application's `status.history`, oldest first; re-syncs of the same revision are not
+/// deploys.
+pub fn deploys(app: &Value) -> Vec<Deploy<'_>> {
+    let mut deploys = Vec::new();
     let mut before: Option<&str> = None;
     for entry in list(app, &["status", "history"]) {
         let (Some(revision), Some(at)) = (text(entry, &["revision"]), text(entry, &["deployedAt"]))
@@ -188,22 +199,38 @@ pub fn deploy_history(app: &Value, service: &str, environment: &str) -> Vec<Acti
         if before == Some(revision) {
             continue;
         }
-        // The feed's row names the service and environment already.
-        let message = match before {
-            Some(previous) => format!("now runs {} (was {})", short(revision), short(previous)),
-            None => format!("deployed {}", short(revision)),
-        };
-        items.push(ActivityItem {
-            at: at.to_string(),
-            service: service.to_string(),
-            environment: Some(environment.to_string()),
-            kind: ActivityKind::Deploy,
-            message,
-            link: None,
+        deploys.push(Deploy {
+            at,
+            revision,
+            previous: before,
         });
         before = Some(revision);
     }
-    items
+    deploys
+}
+
+/// The deploys Argo CD remembers for a service's Application (`status.history`), oldest first, as
+/// activity: what the Overview's feed starts with, so it is not empty until something happens.
+pub fn deploy_history(app: &Value, service: &str, environment: &str) -> Vec<ActivityItem> {
+    deploys(app)
+        .into_iter()
+        .map(|deploy| ActivityItem {
+            at: deploy.at.to_string(),
+            service: service.to_string(),
+            environment: Some(environment.to_string()),
+            kind: ActivityKind::Deploy,
+            // The feed's row names the service and environment already.
+            message: match deploy.previous {
+                Some(previous) => format!(
+                    "now runs {} (was {})",
+                    short(deploy.revision),
+                    short(previous)
+                ),
+                None => format!("deployed {}", short(deploy.revision)),
+            },
+            link: None,
+        })
+        .collect()
 }
 
 fn rollout_view(object: &DynamicObject) -> RolloutView {

@@ -8,6 +8,7 @@ use axum::routing::get;
 use serde_json::{Value, json};
 use server::routes::{api, router_with_api};
 use shared::api::{self as contract, Endpoint, LogQuery, ReleaseQuery, Route};
+use shared::metrics::MetricsRange;
 use tower::ServiceExt as _;
 
 use crate::{Role, TestApp, body_text};
@@ -90,6 +91,22 @@ fn table(pod: &str, container: &str, sha: &str) -> Vec<Row> {
             none.clone(),
             OWNERS,
         ),
+        row::<GetMetrics>(
+            GetMetrics::with_range("payments", "prod", MetricsRange::SixHours),
+            none.clone(),
+            READ,
+        ),
+        // A name that is not a label never reaches a lookup, let alone a query.
+        row::<GetMetrics>(
+            GetMetrics::url(r#"a"} or vector(1) #"#, "prod"),
+            none.clone(),
+            [400; 5],
+        ),
+        row::<GetMetrics>(
+            format!("{}?range=2d", GetMetrics::url("payments", "prod")),
+            none.clone(),
+            [401, 400, 400, 400, 400],
+        ),
         row::<ListEnvironments>(ListEnvironments::url(), none.clone(), READ),
         row::<ListActivity>(ListActivity::url(), none.clone(), READ),
         row::<Events>(Events::url(), none.clone(), READ),
@@ -141,7 +158,13 @@ fn body(value: &Value) -> String {
 
 #[tokio::test]
 async fn every_route_answers_each_role_exactly_as_the_table_says() {
-    let app = TestApp::start().await;
+    // Metrics from a port nobody listens on: the tab answers, each chart saying the store is unreachable.
+    let app = TestApp::start_with(|config| {
+        config.mimir = Some(server::config::MimirConfig::new(
+            "http://127.0.0.1:9/prometheus",
+        ));
+    })
+    .await;
     let card = app
         .fleet
         .service_detail("payments")

@@ -4,6 +4,7 @@
 mod auth;
 mod delivery;
 mod fleet;
+mod metrics;
 mod secrets;
 #[cfg(target_os = "linux")]
 mod signals;
@@ -80,9 +81,19 @@ impl TestApp {
 
     /// As [`Self::start`], with the sandbox's Tower configuration changed by `adjust` first.
     pub async fn start_with(adjust: impl FnOnce(&mut server::config::TowerConfig)) -> Self {
-        let sandbox = sandbox::Sandbox::start("127.0.0.1:0".parse().unwrap())
-            .await
-            .unwrap();
+        Self::start_on(
+            sandbox::Options::new("127.0.0.1:0".parse().unwrap()),
+            adjust,
+        )
+        .await
+    }
+
+    /// As [`Self::start_with`], on a sandbox started with `options`.
+    pub async fn start_on(
+        options: sandbox::Options,
+        adjust: impl FnOnce(&mut server::config::TowerConfig),
+    ) -> Self {
+        let sandbox = sandbox::Sandbox::start_with(options).await.unwrap();
 
         let assets = tempfile::tempdir().unwrap();
         let dir = assets.path();
