@@ -4,7 +4,8 @@
 //!
 //! Every object is built by a pure function of the plan ([`crate::world`]), the service histories and a base
 //! time, so the simulator can rebuild any of them as the world moves on. Shapes follow the upstream CRDs and
-//! examples in `shared/reference/` (Argo CD, Argo Rollouts, External Secrets `v1`, Crossplane, Tekton `v1`);
+//! examples in `sandbox/tests/reference/` (Argo CD, Argo Rollouts, External Secrets `v1`, Crossplane, Tekton
+//! `v1`, Pyrra);
 //! `sandbox/tests/fixtures.rs` validates every object against them.
 //!
 //! - [`platform`]: Components, Releases, Databases and DatabaseSchemas with their operators' statuses.
@@ -13,11 +14,13 @@
 //! - [`secrets`]: ExternalSecrets and their ClusterSecretStore.
 //! - [`crossplane`]: the PostgreSQL XRD and Composition, claims, composites and managed resources.
 //! - [`tekton`]: the `service-build` Pipeline, its Tasks, and a PipelineRun with TaskRuns per commit.
+//! - [`slo`]: Pyrra ServiceLevelObjectives, one burning fast, one slowly, the rest healthy.
 
 pub mod argocd;
 pub mod crossplane;
 pub mod platform;
 pub mod secrets;
+pub mod slo;
 pub mod tekton;
 pub mod workloads;
 
@@ -127,6 +130,7 @@ pub fn resource_types() -> Vec<ResourceType> {
         custom("tekton.dev", "v1", "Pipeline", "pipelines", true),
         custom("tekton.dev", "v1", "PipelineRun", "pipelineruns", true),
         custom("tekton.dev", "v1", "TaskRun", "taskruns", true),
+        slo::resource_type(),
     ]
 }
 
@@ -173,6 +177,7 @@ pub fn management_objects(histories: &Histories, base: Timestamp) -> Vec<Value> 
         .map(|name| workloads::namespace(name, None, base))
         .collect();
     objects.extend(platform::objects(histories, base));
+    objects.extend(slo::objects(base));
     objects.extend(argocd::objects(histories, base));
     objects.extend(tekton::objects(histories, base));
     objects

@@ -10,6 +10,8 @@ pub mod fixtures;
 pub mod forge;
 /// Real git repositories built from the plan: the service repositories and `application-repositories`.
 pub mod git;
+/// A Loki-compatible store of the logs of deleted pods, bounded in time and bytes.
+pub mod loki;
 /// Metrics history and live series: a real Prometheus when installed, else a built-in PromQL subset.
 pub mod metrics;
 pub mod platform;
@@ -98,6 +100,7 @@ pub struct Sandbox {
     forge: forge::Forge,
     argocd: argocd::ArgoCd,
     metrics: Option<metrics::Metrics>,
+    logs: loki::LogStore,
     simulator: Option<simulator::Simulator>,
     /// Runs the real-time simulator; dropping it stops the loop.
     _simulation: Option<simulator::Running>,
@@ -164,6 +167,17 @@ impl Sandbox {
             None
         };
 
+        // Every cluster's deleted pods leave their lines here, labelled with the cluster.
+        let logs = loki::LogStore::default();
+        for name in CLUSTERS {
+            if let Some(cluster) = clusters.cluster(name) {
+                let store = logs.clone();
+                cluster.on_pod_logs_removed(std::sync::Arc::new(move |namespace, pod, lines| {
+                    store.keep(name, namespace, pod, lines);
+                }));
+            }
+        }
+
         let listener = tokio::net::TcpListener::bind(options.listen)
             .await
             .with_context(|| format!("binding the sandbox to {}", options.listen))?;
@@ -172,7 +186,8 @@ impl Sandbox {
             .router()
             .nest("/github", forge::router(forge.clone()))
             .merge(forge::sandbox_routes(forge.clone()))
-            .nest("/argocd", argocd.router());
+            .nest("/argocd", argocd.router())
+            .nest("/loki", logs.router());
         let server = tokio::spawn(async move {
             if let Err(error) = axum::serve(listener, router).await {
                 tracing::error!(%error, "sandbox server stopped");
@@ -208,6 +223,7 @@ impl Sandbox {
             forge,
             argocd,
             metrics,
+            logs,
             simulator,
             _simulation: simulation,
             supervisor,
@@ -259,6 +275,16 @@ impl Sandbox {
     /// The temporary root holding everything this sandbox wrote; removed when it drops.
     pub fn temp_root(&self) -> &std::path::Path {
         self.supervisor.root()
+    }
+
+    /// The base URL of the Loki-compatible log store: Loki's API lives under its `/loki/api/v1/`.
+    pub fn loki_url(&self) -> String {
+        self.url()
+    }
+
+    /// The log store keeping deleted pods' lines.
+    pub fn log_store(&self) -> &loki::LogStore {
+        &self.logs
     }
 
     /// The Prometheus API base (Mimir's path), when metrics run.

@@ -28,7 +28,10 @@ use anyhow::Context as _;
 use axum::Router;
 
 pub use prometheus::PrometheusServer;
-pub use series::{BAD_DEPLOY_ERRORS, Generator, Series};
+#[cfg(test)]
+pub(crate) use series::BUCKETS;
+pub(crate) use series::format_value;
+pub use series::{BAD_DEPLOY_ERRORS, Generator, SLOW_LATENCY_TAIL, Series};
 
 use crate::supervisor::Supervisor;
 use crate::world::{ServicePlan, Timeline};

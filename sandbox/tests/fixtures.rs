@@ -397,6 +397,10 @@ fn validate(object: &Value, xrd: &Value) -> Result<(), String> {
         ("tekton.dev/v1", "TaskRun") => {
             schema_errors(Schema::crd("tekton/300-taskrun.yaml", "v1"), object)
         }
+        ("pyrra.dev/v1alpha1", "ServiceLevelObjective") => schema_errors(
+            Schema::crd("pyrra/pyrra.dev_servicelevelobjectives.yaml", "v1alpha1"),
+            object,
+        ),
         ("tekton.dev/v1", "Task") => {
             // No reference Task CRD; a TaskRun's status carries the full TaskSpec schema.
             let pipeline = crd_schema("tekton/300-taskrun.yaml", "v1");
@@ -614,6 +618,16 @@ fn the_shape_check_rejects_misspelt_fields_wrong_types_and_missing_requirements(
         ("Release", {
             let mut o = first("Release");
             o["status"]["observedVersions"] = json!("x");
+            o
+        }),
+        ("ServiceLevelObjective", {
+            let mut o = first("ServiceLevelObjective");
+            o["spec"]["target"] = json!(99.5);
+            o
+        }),
+        ("ServiceLevelObjective", {
+            let mut o = first("ServiceLevelObjective");
+            o["spec"]["indicator"]["ratio"]["error"] = json!({"metric": "up"});
             o
         }),
     ];
@@ -1066,6 +1080,7 @@ fn every_kind_is_found_by_the_platform_labels() {
         "PipelineRun",
         "TaskRun",
         crossplane::CLAIM_KIND,
+        "ServiceLevelObjective",
     ] {
         assert!(
             by_kind.contains_key(kind),

@@ -112,6 +112,12 @@ struct ContainerLog {
     live: broadcast::Sender<LogMessage>,
 }
 
+impl Default for ContainerLog {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl ContainerLog {
     fn new() -> Self {
         Self {
@@ -125,10 +131,26 @@ impl ContainerLog {
 /// (namespace, pod, container)
 type LogKey = (String, String, String);
 
+/// The lines one container of a deleted pod had logged: its previous instance's, then its current one's,
+/// oldest first, each with the time it was written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerLines {
+    /// The container's name.
+    pub container: String,
+    /// `(written at, text)`, oldest first.
+    pub lines: Vec<(jiff::Timestamp, String)>,
+}
+
+/// Told about every deleted pod's logs before they are dropped: `(namespace, pod, containers)`. A log
+/// store (the sandbox's Loki) keeps them; the cluster itself forgets them as a kubelet does.
+pub type PodLogSink = Arc<dyn Fn(&str, &str, Vec<ContainerLines>) + Send + Sync>;
+
 /// Every container log of one cluster.
 #[derive(Default)]
 pub(crate) struct Logs {
     containers: Mutex<HashMap<LogKey, ContainerLog>>,
+    /// Where a deleted pod's lines go, if anywhere.
+    sink: std::sync::OnceLock<PodLogSink>,
 }
 
 impl Logs {
@@ -140,9 +162,7 @@ impl Logs {
 
     pub(crate) fn append(&self, namespace: &str, pod: &str, container: &str, text: &str) {
         let mut logs = self.lock();
-        let log = logs
-            .entry(key(namespace, pod, container))
-            .or_insert_with(ContainerLog::new);
+        let log = logs.entry(key(namespace, pod, container)).or_default();
         let at = jiff::Timestamp::now();
         let text = text.trim_end_matches('\n');
         log.current.push(at, text);
@@ -157,17 +177,49 @@ impl Logs {
         }
     }
 
-    /// Forgets every container log of a deleted pod.
+    /// Sends a deleted pod's logs to `sink` from now on; the first sink set stays.
+    pub(crate) fn set_sink(&self, sink: PodLogSink) {
+        // A second sink is ignored: the sandbox sets one per cluster at startup.
+        let _ = self.sink.set(sink);
+    }
+
+    /// Forgets every container log of a deleted pod, handing its lines to the sink first.
     pub(crate) fn remove_pod(&self, namespace: &str, pod: &str) {
-        self.lock()
-            .retain(|(ns, name, _), _| !(ns == namespace && name == pod));
+        let mut removed = Vec::new();
+        self.lock().retain(|(ns, name, container), log| {
+            let doomed = ns == namespace && name == pod;
+            if doomed {
+                removed.push((container.clone(), std::mem::take(log)));
+            }
+            !doomed
+        });
+        let Some(sink) = self.sink.get() else {
+            return;
+        };
+        let mut containers: Vec<ContainerLines> = removed
+            .into_iter()
+            .map(|(container, log)| {
+                let mut lines: Vec<(jiff::Timestamp, String)> = log
+                    .previous
+                    .iter()
+                    .flat_map(Ring::lines)
+                    .chain(log.current.lines())
+                    .map(|line| (line.at, line.text))
+                    .collect();
+                lines.sort_by_key(|(at, _)| *at);
+                ContainerLines { container, lines }
+            })
+            .filter(|c| !c.lines.is_empty())
+            .collect();
+        containers.sort_by(|a, b| a.container.cmp(&b.container));
+        if !containers.is_empty() {
+            sink(namespace, pod, containers);
+        }
     }
 
     pub(crate) fn restart(&self, namespace: &str, pod: &str, container: &str) {
         let mut logs = self.lock();
-        let log = logs
-            .entry(key(namespace, pod, container))
-            .or_insert_with(ContainerLog::new);
+        let log = logs.entry(key(namespace, pod, container)).or_default();
         log.previous = Some(std::mem::take(&mut log.current));
         // An error only means no one is following this container.
         let _ = log.live.send(LogMessage::End);
@@ -202,7 +254,7 @@ impl Logs {
         previous: bool,
     ) -> Option<(Vec<LogLine>, broadcast::Receiver<LogMessage>)> {
         let mut logs = self.lock();
-        let log = logs.entry(k).or_insert_with(ContainerLog::new);
+        let log = logs.entry(k).or_default();
         let lines = if previous {
             log.previous.as_ref()?
         } else {

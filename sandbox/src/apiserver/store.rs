@@ -418,6 +418,12 @@ impl ClusterStore {
         self.inner.logs.append(namespace, pod, container, line);
     }
 
+    /// Hands every pod's logs to `sink` when the pod is deleted, before the cluster forgets them (the
+    /// sandbox's log store keeps them). Only the first sink set counts.
+    pub fn on_pod_logs_removed(&self, sink: super::logs::PodLogSink) {
+        self.inner.logs.set_sink(sink);
+    }
+
     /// Moves a container's current log to its `previous` log, as a restart does, and ends `follow` streams.
     pub fn restart_container(&self, namespace: &str, pod: &str, container: &str) {
         self.inner.logs.restart(namespace, pod, container);

@@ -11,11 +11,19 @@
 //! service's 5xx share steps up from a fraction of a percent to [`BAD_DEPLOY_ERRORS`]. A status class's
 //! counter integrates its share piecewise (before and after the step), so it stays closed-form and
 //! monotonic, and the total request rate does not change.
+//!
+//! The service level objectives seeded on the management cluster ([`crate::fixtures::slo`]) read these
+//! series, so the story is sized for them: healthy services fail a few hundredths of a percent of their
+//! requests and answer all but a sliver within their latency thresholds (burn rates well under 1), the bad
+//! deploy burns `payments`' 99.5 % availability budget 16 times too fast, and
+//! [`crate::world::SLOW_LATENCY_SERVICE`] in [`crate::world::SLOW_LATENCY_ENVIRONMENT`] has a larger slow
+//! tail ([`SLOW_LATENCY_TAIL`] of its requests, all day), so its latency objective burns slowly (about 1.9)
+//! over every window.
 
 use std::collections::BTreeMap;
 use std::f64::consts::PI;
 
-use crate::world::{ENVIRONMENTS, ServicePlan};
+use crate::world::{ENVIRONMENTS, SLOW_LATENCY_ENVIRONMENT, SLOW_LATENCY_SERVICE, ServicePlan};
 
 /// Seconds in the daily traffic wave.
 const DAY: f64 = 86_400.0;
@@ -47,6 +55,12 @@ const BUMP_EVERY: f64 = 3.0 * 3600.0;
 const BUMP_WIDTH: f64 = 40.0 * 60.0;
 /// Share of requests in the slow tail.
 const SLOW_SHARE: f64 = 0.05;
+/// Share of requests in the slow tail of the slow-latency service ([`crate::world::SLOW_LATENCY_SERVICE`]):
+/// twice the usual, so about 1.9 % of its requests take longer than its latency objective's 0.5 s.
+pub const SLOW_LATENCY_TAIL: f64 = 0.10;
+/// The slow-latency service's median latency, fixed rather than drawn from the seed so its objective burns
+/// at the same rate whatever the seed (its slow tail's median is [`SLOW_FACTOR`] times this, 0.32 s).
+const SLOW_LATENCY_MEDIAN: f64 = 0.04;
 /// How much slower the slow tail is than the median.
 const SLOW_FACTOR: f64 = 8.0;
 /// How much slower requests are during a latency bump.
@@ -111,6 +125,8 @@ struct Profile {
     step: Option<(f64, [f64; 3])>,
     /// Median latency of ordinary requests, in seconds.
     median: f64,
+    /// Share of requests in the slow tail ([`SLOW_FACTOR`] times slower).
+    slow_share: f64,
     /// Where in the day the traffic peaks, as a phase.
     phase: f64,
     /// CPU cores per pod at the daily mean.
@@ -146,11 +162,15 @@ impl Generator {
                 let unit = |salt: u64| unit(mix(key ^ salt));
                 let prod = environment == "prod";
                 let crash_looping = plan.name == "recommendations" && environment == "dev";
+                let slow_latency =
+                    plan.name == SLOW_LATENCY_SERVICE && environment == SLOW_LATENCY_ENVIRONMENT;
                 let base = 5.0 + 55.0 * unit(1);
+                // Healthy services fail one to four requests in ten thousand: well inside even a 99.9 %
+                // availability objective (a burn rate of at most 0.4).
                 let five_xx = if crash_looping {
                     0.15
                 } else {
-                    0.002 + 0.004 * unit(2)
+                    0.0001 + 0.0003 * unit(2)
                 };
                 let four_xx = 0.02 + 0.03 * unit(3);
                 let profile = Profile {
@@ -159,7 +179,16 @@ impl Generator {
                     rate: if prod { base } else { base / 15.0 },
                     shares: [1.0 - five_xx - four_xx, four_xx, five_xx],
                     step: None,
-                    median: 0.02 + 0.08 * unit(4),
+                    median: if slow_latency {
+                        SLOW_LATENCY_MEDIAN
+                    } else {
+                        0.02 + 0.08 * unit(4)
+                    },
+                    slow_share: if slow_latency {
+                        SLOW_LATENCY_TAIL
+                    } else {
+                        SLOW_SHARE
+                    },
                     phase: 2.0 * PI * unit(5),
                     cpu: if prod {
                         0.2 + 0.6 * unit(6)
@@ -290,16 +319,16 @@ impl Generator {
                 let fast = lognormal_cdf(le, p.median);
                 let slow = lognormal_cdf(le, p.median * SLOW_FACTOR);
                 let bumped = lognormal_cdf(le, p.median * BUMP_FACTOR);
-                let mixed = (1.0 - SLOW_SHARE) * fast + SLOW_SHARE * slow;
+                let mixed = (1.0 - p.slow_share) * fast + p.slow_share * slow;
                 // Requests caught in a bump moved from the fast distribution to the bumped one.
-                let moved = self.bumped(p, t) * (1.0 - SLOW_SHARE) * (fast - bumped);
+                let moved = self.bumped(p, t) * (1.0 - p.slow_share) * (fast - bumped);
                 (self.count(p, t) * mixed - moved).max(0.0)
             }
             Measure::DurationSum => {
                 let mean = |median: f64| median * (SIGMA * SIGMA / 2.0).exp();
-                let mixed =
-                    (1.0 - SLOW_SHARE) * mean(p.median) + SLOW_SHARE * mean(p.median * SLOW_FACTOR);
-                let extra = (1.0 - SLOW_SHARE) * (mean(p.median * BUMP_FACTOR) - mean(p.median));
+                let mixed = (1.0 - p.slow_share) * mean(p.median)
+                    + p.slow_share * mean(p.median * SLOW_FACTOR);
+                let extra = (1.0 - p.slow_share) * (mean(p.median * BUMP_FACTOR) - mean(p.median));
                 self.count(p, t) * mixed + self.bumped(p, t) * extra
             }
             Measure::Cpu(pod) => {
