@@ -61,6 +61,41 @@ pub struct TowerConfig {
     /// configured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mimir: Option<MimirConfig>,
+    /// Loki, the log store keeping the logs of pods that are gone (crashed, replaced by a rollout, rolled
+    /// back); absent, the log panel reads running pods only and says logs are live only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loki: Option<LokiConfig>,
+}
+
+/// Where the logs of gone pods are read. Tower expects the streams labelled as a log agent on each cluster
+/// labels them: `cluster` (the cluster's `name` in [`TowerConfig::clusters`]), `namespace`, `pod` and
+/// `container`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LokiConfig {
+    /// Loki's base URL, e.g. `https://loki.example` (Tower appends `/loki/api/v1/query_range`).
+    pub url: String,
+    /// Loki's tenant, sent as `X-Scope-OrgID`; absent for a single-tenant Loki.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+}
+
+impl LokiConfig {
+    fn validate(&self) -> Vec<ConfigError> {
+        let mut errors = Vec::new();
+        if !is_http_url(&self.url) {
+            errors.push(error("loki.url", "must be an http:// or https:// URL"));
+        }
+        if let Some(tenant) = &self.tenant
+            && (tenant.is_empty() || !tenant.bytes().all(|b| b.is_ascii_graphic()))
+        {
+            errors.push(error(
+                "loki.tenant",
+                "must be a non-empty tenant id without spaces",
+            ));
+        }
+        errors
+    }
 }
 
 /// Where metrics are read, and the labels the fixed queries select a service's series by.
@@ -479,6 +514,9 @@ impl TowerConfig {
         if let Some(mimir) = &self.mimir {
             errors.extend(mimir.validate());
         }
+        if let Some(loki) = &self.loki {
+            errors.extend(loki.validate());
+        }
         for (index, scaffold) in self.scaffolds.iter().enumerate() {
             let key = format!("scaffolds[{index}]");
             if let Err(problem) = shared::delivery::validate_label("name", &scaffold.name) {
@@ -600,6 +638,10 @@ mod tests {
                 versions: vec!["1.4.0".into()],
             }],
             mimir: Some(MimirConfig::new("https://mimir.example/prometheus")),
+            loki: Some(LokiConfig {
+                url: "https://loki.example".into(),
+                tenant: Some("acme".into()),
+            }),
         }
     }
 
@@ -629,6 +671,17 @@ mod tests {
                 "mimir.tenant"
             ]
         );
+    }
+
+    #[test]
+    fn loki_needs_an_http_url_and_a_tenant_without_spaces() {
+        let mut bad = config();
+        bad.loki = Some(LokiConfig {
+            url: "loki.example".into(),
+            tenant: Some("team a".into()),
+        });
+        let keys: Vec<String> = bad.validate().into_iter().map(|e| e.key).collect();
+        assert_eq!(keys, ["loki.url", "loki.tenant"]);
     }
 
     #[test]

@@ -85,6 +85,8 @@ pub struct Stores {
     pub schemas: Store<DatabaseSchema>,
     /// Argo CD Applications (management).
     pub applications: Store<DynamicObject>,
+    /// Pyrra's ServiceLevelObjectives (management), found by the component label.
+    pub slos: Store<DynamicObject>,
     /// Workload clusters by environment.
     pub workloads: BTreeMap<String, WorkloadStores>,
 }
@@ -249,6 +251,16 @@ impl FleetModel {
                 })
             })
             .collect()
+    }
+
+    /// Every ServiceLevelObjective in the watch cache, as the SLO evaluator reads them.
+    pub fn slo_objects(&self) -> Vec<Arc<DynamicObject>> {
+        self.inner.stores.slos.state()
+    }
+
+    /// The labels platform objects are found by.
+    pub fn labels(&self) -> &crate::config::LabelsConfig {
+        &self.inner.labels
     }
 
     /// The workload environments, in order.

@@ -6,6 +6,7 @@ pub mod config;
 pub mod delivery;
 pub mod error;
 pub mod fleet;
+pub mod logs;
 pub mod metrics;
 pub mod routes;
 #[cfg(feature = "sandbox")]
@@ -13,5 +14,6 @@ pub mod sandbox_cli;
 pub mod serve;
 pub mod shutdown;
 pub mod sinks;
+pub mod slo;
 pub mod state;
 pub mod upstream;

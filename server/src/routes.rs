@@ -7,8 +7,10 @@
 
 pub mod delivery;
 pub mod fleet;
+pub mod logs;
 pub mod metrics;
 pub mod session;
+pub mod slo;
 pub mod spa;
 
 use std::time::Duration;
@@ -86,7 +88,9 @@ pub fn api(state: &AppState) -> ApiRoutes {
     let api = ApiRoutes::new(state.clone());
     let api = session::routes(api);
     let api = fleet::routes(api);
+    let api = logs::routes(api);
     let api = metrics::routes(api);
+    let api = slo::routes(api);
     delivery::routes(api)
 }
 

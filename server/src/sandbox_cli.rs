@@ -137,6 +137,11 @@ pub fn tower_config(sandbox: &sandbox::Sandbox, listen: SocketAddr) -> TowerConf
         crossplane_composed: crate::config::default_composed_kinds(),
         // The sandbox's series carry the default labels.
         mimir: sandbox.metrics_url().map(crate::config::MimirConfig::new),
+        // The sandbox's Loki keeps the pods its simulator deletes, labelled by cluster as Tower expects.
+        loki: Some(crate::config::LokiConfig {
+            url: sandbox.loki_url(),
+            tenant: Some(sandbox::loki::TENANT.into()),
+        }),
     }
 }
 

@@ -154,6 +154,17 @@ pub async fn build_state(
             cluster_client(cluster).await?,
         ));
     }
+    // Each environment's streams in Loki carry its cluster's configured name.
+    let log_history = match &config.loki {
+        Some(loki) => Some(crate::logs::LogHistory::new(
+            loki,
+            workloads
+                .iter()
+                .map(|(environment, cluster, _)| (environment.clone(), cluster.clone()))
+                .collect(),
+        )?),
+        None => None,
+    };
     let workload_clients = workloads
         .iter()
         .map(|(environment, _, client)| (environment.clone(), client.clone()))
@@ -258,14 +269,23 @@ pub async fn build_state(
         .as_ref()
         .map(crate::metrics::Metrics::new)
         .transpose()?;
+    let slos = match &config.mimir {
+        Some(mimir) => Some(crate::slo::Slos::spawn(
+            fleet.clone(),
+            crate::upstream::mimir::Mimir::new(mimir)?,
+        )),
+        None => None,
+    };
     Ok(AppState {
         metrics,
+        slos,
         fleet,
         assets,
         auth,
         write_limiter: write_limiter(),
         argocd,
         workload_clients,
+        log_history,
         delivery,
     })
 }

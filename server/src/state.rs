@@ -30,6 +30,9 @@ pub struct AppState {
     pub write_limiter: WriteLimiter,
     /// Argo CD, for owners' Sync.
     pub argocd: Option<crate::upstream::argocd::ArgoCd>,
+    /// The log store (Loki) keeping gone pods' logs, for owners' log history; absent when no Loki is
+    /// configured, and the log panel then reads running pods only.
+    pub log_history: Option<crate::logs::LogHistory>,
     /// Workload cluster clients by environment, for owners' pod logs.
     pub workload_clients: std::collections::BTreeMap<String, kube::Client>,
     /// Pull requests to `application-repositories` through the GitHub App, green builds and release
@@ -37,4 +40,6 @@ pub struct AppState {
     pub delivery: Option<crate::delivery::Delivery>,
     /// The Metrics tab's fixed queries against Mimir; absent when no Mimir is configured.
     pub metrics: Option<crate::metrics::Metrics>,
+    /// Service level objectives, evaluated against Mimir in the background; absent without Mimir.
+    pub slos: Option<crate::slo::Slos>,
 }

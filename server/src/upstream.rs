@@ -4,4 +4,5 @@ pub mod argocd;
 pub mod github;
 pub mod github_oauth;
 pub mod kube;
+pub mod loki;
 pub mod mimir;

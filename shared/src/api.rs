@@ -16,8 +16,10 @@ use crate::fleet::{
     ActivityItem, DatabaseView, EnvironmentView, FleetEvent, ServiceDetail, ServiceSummary,
     SyncRequest, SyncResponse,
 };
+use crate::logs::{LogLine, RecentPods};
 use crate::metrics::{MetricsRange, MetricsView};
 use crate::session::SessionInfo;
+use crate::slo::{SloSummary, SloView};
 use crate::url::encode_query_value;
 
 /// Where the API lives: every route's path starts with it.
@@ -30,7 +32,8 @@ pub const CSRF_HEADER: &str = "x-tower-csrf";
 /// The name SSE messages carrying a [`FleetEvent`] are sent under, on [`Events`].
 pub const FLEET_EVENT: &str = "fleet";
 
-/// The name SSE messages carrying one log line are sent under, on [`Logs`].
+/// The name SSE messages carrying one log line are sent under, on [`Logs`]: each message's data is a
+/// [`crate::logs::LogLine`] as JSON, saying whether the line was read live or from the log store.
 pub const LOG_EVENT: &str = "log";
 
 /// The HTTP methods the API uses.
@@ -206,15 +209,26 @@ endpoints! {
     SyncEnvironment: Post "/services/{name}/environments/{env}/sync" (service, environment),
         Service(Permission::Sync);
         SyncRequest => SyncResponse;
-    /// One container's log as SSE, one line per [`LOG_EVENT`]; takes a [`LogQuery`].
+    /// One container's log as SSE, one [`LogLine`] per [`LOG_EVENT`]; takes a [`LogQuery`]. A running
+    /// pod's log is read live; a pod that is gone, from the log store.
     Logs: Get "/services/{name}/environments/{env}/logs" (service, environment),
         Service(Permission::ReadLogs);
-        () => String;
+        () => LogLine;
+    /// The pods whose logs [`Logs`] can read: running ones, and gone ones the log store keeps.
+    ListLogPods: Get "/services/{name}/environments/{env}/log-pods" (service, environment),
+        Service(Permission::ReadLogs);
+        () => RecentPods;
     /// The fixed metrics of a service in one environment, with its deploys; takes a
     /// [`crate::metrics::MetricsParams`].
     GetMetrics: Get "/services/{name}/environments/{env}/metrics" (service, environment),
         Service(Permission::ReadMetrics);
         () => MetricsView;
+    /// A service's objectives in every environment, evaluated.
+    ListSlos: Get "/services/{name}/slos" (service), Service(Permission::ReadMetrics);
+        () => Vec<SloView>;
+    /// Every service with objectives, by its worst budget.
+    ListSloSummaries: Get "/slos" (), Fleet(Permission::ReadMetrics);
+        () => Vec<SloSummary>;
     /// The environments and their clusters' connections.
     ListEnvironments: Get "/environments" (), Fleet(Permission::ReadFleet);
         () => Vec<EnvironmentView>;
@@ -455,6 +469,8 @@ mod tests {
             ServicePulls::url("payments"),
             GetRelease::url("abc123"),
             GetMetrics::with_range("payments", "prod", MetricsRange::Week),
+            ListSlos::url("payments"),
+            ListLogPods::url("payments", "dev"),
         ];
         for url in &urls {
             assert!(!url.contains('{'), "{url}");

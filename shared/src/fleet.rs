@@ -508,6 +508,8 @@ pub enum ActivityKind {
     PullRequestMerged,
     /// An application became degraded.
     Degraded,
+    /// A service level objective started burning its error budget too fast.
+    SloBurning,
 }
 
 /// A typed delta on the event stream (`GET /api/v1/events`), applied by the browser to its signals.

@@ -147,6 +147,21 @@ pub fn start(
                 by_label(label.clone()),
             )
         },
+        slos: {
+            let ar = argo_resource(
+                "pyrra.dev",
+                "v1alpha1",
+                "ServiceLevelObjective",
+                "servicelevelobjectives",
+            );
+            spawn(
+                Api::<DynamicObject>::all_with(m.clone(), &ar),
+                ar,
+                management.clone(),
+                dirty_tx.clone(),
+                by_label(label.clone()),
+            )
+        },
         workloads: clusters
             .workloads
             .iter()

@@ -1,24 +1,20 @@
-//! The fleet: services, environments, activity, the event stream, an owner's Sync, and an owner's live
-//! pod logs (the endpoints `shared::api` declares from `ListServices` to `Events`).
+//! The fleet: services, environments, activity, the event stream and an owner's Sync (the endpoints
+//! `shared::api` declares from `ListServices` to `Events`; pod logs are `routes::logs`').
 
 use std::convert::Infallible;
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use futures::{AsyncBufReadExt as _, Stream, StreamExt as _};
-use k8s_openapi::api::core::v1::Pod;
-use kube::Api;
-use kube::api::LogParams;
+use futures::Stream;
 use serde::Deserialize;
 use shared::api::{
-    Events, FLEET_EVENT, GetService, LOG_EVENT, ListActivity, ListDatabases, ListEnvironments,
-    ListServices, LogQuery, Logs, SyncEnvironment,
+    Events, FLEET_EVENT, GetService, ListActivity, ListDatabases, ListEnvironments, ListServices,
+    SyncEnvironment,
 };
 use shared::auth::Permission;
-use shared::delivery::FieldError;
 use shared::fleet::{
     ActivityItem, DatabaseView, EnvironmentView, FleetEvent, ServiceDetail, SyncRequest,
     SyncResponse,
@@ -37,7 +33,6 @@ pub fn routes(api: ApiRoutes) -> ApiRoutes {
         .serve::<GetService, _, _>(get_service)
         .serve::<ListDatabases, _, _>(list_databases)
         .serve::<SyncEnvironment, _, _>(sync)
-        .serve::<Logs, _, _>(logs)
         .serve::<ListEnvironments, _, _>(list_environments)
         .serve::<ListActivity, _, _>(list_activity)
         .serve::<Events, _, _>(events)
@@ -161,66 +156,6 @@ async fn sync(
         application: application.name,
         message,
     }))
-}
-
-/// Streams one pod's log as SSE. Only pods of this service in this environment can be read.
-async fn logs(
-    State(state): State<AppState>,
-    Path(ServiceEnvironment { name, env }): Path<ServiceEnvironment>,
-    Query(query): Query<LogQuery>,
-) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
-    let card = state
-        .fleet
-        .service_detail(&name)
-        .and_then(|d| d.cards.into_iter().find(|c| c.environment == env))
-        .ok_or_else(|| Error::NotFound(format!("service {name} in {env}")))?;
-    let pod = card
-        .pods
-        .iter()
-        .find(|p| p.name == query.pod)
-        .ok_or_else(|| {
-            FieldError::new(
-                "pod",
-                format!("{} is not a pod of {name} in {env}", query.pod),
-            )
-        })?;
-    if let Some(container) = &query.container
-        && !pod.containers.contains(container)
-    {
-        return Err(FieldError::new(
-            "container",
-            format!("{} has no container {container}", pod.name),
-        )
-        .into());
-    }
-    let client = state
-        .workload_clients
-        .get(&env)
-        .cloned()
-        .ok_or_else(|| Error::NotFound(format!("environment {env}")))?;
-    let namespace = state
-        .fleet
-        .pod_namespace(&env, &pod.name)
-        .unwrap_or_else(|| name.clone());
-    let pods: Api<Pod> = Api::namespaced(client, &namespace);
-    let params = LogParams {
-        container: query.container.clone(),
-        follow: query.follow,
-        previous: query.previous,
-        tail_lines: Some(query.tail.unwrap_or(200).clamp(1, 5000)),
-        timestamps: true,
-        ..LogParams::default()
-    };
-    let lines = pods
-        .log_stream(&pod.name, &params)
-        .await
-        .map_err(|error| Error::upstream("the cluster", error))?
-        .lines();
-    let stream = lines
-        .take_while(|line| std::future::ready(line.is_ok()))
-        .filter_map(|line| std::future::ready(line.ok()))
-        .map(|line| Ok(Event::default().event(LOG_EVENT).data(line)));
-    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }
 
 /// One Server-Sent-Events stream per browser: a snapshot first, then deltas. A browser that falls too far

@@ -91,6 +91,7 @@ fn table(pod: &str, container: &str, sha: &str) -> Vec<Row> {
             none.clone(),
             OWNERS,
         ),
+        row::<ListLogPods>(ListLogPods::url("payments", "dev"), none.clone(), OWNERS),
         row::<GetMetrics>(
             GetMetrics::with_range("payments", "prod", MetricsRange::SixHours),
             none.clone(),
@@ -107,6 +108,8 @@ fn table(pod: &str, container: &str, sha: &str) -> Vec<Row> {
             none.clone(),
             [401, 400, 400, 400, 400],
         ),
+        row::<ListSlos>(ListSlos::url("payments"), none.clone(), READ),
+        row::<ListSloSummaries>(ListSloSummaries::url(), none.clone(), READ),
         row::<ListEnvironments>(ListEnvironments::url(), none.clone(), READ),
         row::<ListActivity>(ListActivity::url(), none.clone(), READ),
         row::<Events>(Events::url(), none.clone(), READ),

@@ -4,11 +4,13 @@
 mod auth;
 mod delivery;
 mod fleet;
+mod logs;
 mod metrics;
 mod secrets;
 #[cfg(target_os = "linux")]
 mod signals;
 mod sinks;
+mod slo;
 mod spa;
 
 use std::time::Duration;
@@ -94,7 +96,14 @@ impl TestApp {
         adjust: impl FnOnce(&mut server::config::TowerConfig),
     ) -> Self {
         let sandbox = sandbox::Sandbox::start_with(options).await.unwrap();
+        Self::start_over(sandbox, adjust).await
+    }
 
+    /// As [`Self::start_with`], over a sandbox a test has already started (and perhaps changed).
+    pub async fn start_over(
+        sandbox: sandbox::Sandbox,
+        adjust: impl FnOnce(&mut server::config::TowerConfig),
+    ) -> Self {
         let assets = tempfile::tempdir().unwrap();
         let dir = assets.path();
         std::fs::create_dir_all(dir.join("assets")).unwrap();

@@ -17,18 +17,56 @@ use crate::{Role, TestApp, eventually};
 /// A sandbox with metrics on a real Prometheus, and Tower reading them (through `mimir_url` when given,
 /// e.g. a proxy that can be stopped).
 async fn app_with_prometheus(mimir_url: Option<String>) -> TestApp {
+    TestApp::start_over(sandbox_with_prometheus().await, |config| {
+        if let (Some(url), Some(mimir)) = (mimir_url, config.mimir.as_mut()) {
+            mimir.url = url;
+        }
+    })
+    .await
+}
+
+async fn sandbox_with_prometheus() -> sandbox::Sandbox {
     assert!(
         sandbox::metrics::Metrics::prometheus_installed(),
         "these tests need a real Prometheus: apt-get install prometheus (`.ci/run` does)"
     );
     let mut options = sandbox::Options::new("127.0.0.1:0".parse().unwrap());
     options.metrics = true;
-    TestApp::start_on(options, |config| {
-        if let (Some(url), Some(mimir)) = (mimir_url, config.mimir.as_mut()) {
-            mimir.url = url;
-        }
-    })
-    .await
+    sandbox::Sandbox::start_with(options).await.unwrap()
+}
+
+/// A platform without Pyrra objectives, so Tower's only queries are the Metrics tab's: the tests that count
+/// what reaches the metrics store count exactly those.
+async fn app_without_objectives() -> TestApp {
+    use kube::Api;
+    use kube::api::{ApiResource, DeleteParams, DynamicObject};
+
+    let sandbox = sandbox_with_prometheus().await;
+    let client =
+        server::upstream::kube::client_for_url(&sandbox.cluster_url("management"), None).unwrap();
+    let resource = ApiResource {
+        group: "pyrra.dev".into(),
+        version: "v1alpha1".into(),
+        api_version: "pyrra.dev/v1alpha1".into(),
+        kind: "ServiceLevelObjective".into(),
+        plural: "servicelevelobjectives".into(),
+    };
+    let all = Api::<DynamicObject>::all_with(client.clone(), &resource);
+    for slo in all.list(&Default::default()).await.unwrap().items {
+        let namespace = slo.metadata.namespace.clone().unwrap();
+        Api::<DynamicObject>::namespaced_with(client.clone(), &namespace, &resource)
+            .delete(&slo.metadata.name.unwrap(), &DeleteParams::default())
+            .await
+            .unwrap();
+    }
+    assert!(
+        all.list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    TestApp::start_over(sandbox, |_| {}).await
 }
 
 async fn metrics_as(app: &TestApp, who: &Role, url: &str) -> (u16, serde_json::Value) {
@@ -185,7 +223,7 @@ async fn a_component_with_no_series_answers_empty_charts_not_errors() {
 
 #[tokio::test]
 async fn a_name_built_to_break_out_of_promql_is_refused_before_prometheus_hears_of_it() {
-    let app = app_with_prometheus(None).await;
+    let app = app_without_objectives().await;
     // Prometheus has answered nothing of Tower's yet; its own readiness checks are not queries.
     let before = queries_prometheus_answered(&app).await;
     let attacks = [
@@ -220,7 +258,7 @@ async fn a_name_built_to_break_out_of_promql_is_refused_before_prometheus_hears_
 
 #[tokio::test]
 async fn twenty_viewers_of_one_chart_cost_one_upstream_query_per_fixed_query() {
-    let app = app_with_prometheus(None).await;
+    let app = app_without_objectives().await;
     let before = queries_prometheus_answered(&app).await;
     let url = GetMetrics::with_range("checkout", "prod", MetricsRange::Week);
     let viewers = (0..20).map(|n| {
@@ -420,7 +458,7 @@ async fn deploys_are_marked_where_argo_cd_says_they_happened() {
 }
 
 #[tokio::test]
-async fn mimir_hears_the_tenant_and_only_the_fixed_queries() {
+async fn mimir_hears_the_tenant_on_every_request_and_each_fixed_query_once() {
     use std::sync::Mutex;
 
     use axum::extract::{Query, State};
@@ -469,12 +507,21 @@ async fn mimir_hears_the_tenant_and_only_the_fixed_queries() {
     // NaN (0/0) is a gap, not a point.
     assert_eq!(view.charts[0].series[0].points, vec![(1_700_000_000, 1.5)]);
     let heard = heard.lock().unwrap().clone();
-    assert_eq!(heard.len(), MetricQuery::ALL.len());
-    for (tenant, query) in &heard {
-        assert_eq!(tenant.as_deref(), Some("platform"));
+    // Every request carries the tenant, the SLO evaluation's included.
+    assert!(
+        heard
+            .iter()
+            .all(|(tenant, _)| tenant.as_deref() == Some("platform"))
+    );
+    // Each fixed query was asked exactly once, selecting payments in dev.
+    let metrics = app.state.metrics.as_ref().unwrap();
+    for query in MetricQuery::ALL {
+        let promql = metrics.promql(query, "payments", "dev", MetricsRange::Hour);
         assert!(
-            query.contains(r#"service="payments",environment="dev""#),
-            "{query}"
+            promql.contains(r#"service="payments",environment="dev""#),
+            "{promql}"
         );
+        let asked = heard.iter().filter(|(_, q)| *q == promql).count();
+        assert_eq!(asked, 1, "{query:?}: {promql}");
     }
 }

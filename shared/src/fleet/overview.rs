@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 
 use crate::fleet::{ActivityItem, EnvironmentCell, Health, ServiceSummary, SyncStatus};
+use crate::slo::{SloSummary, budget_order};
 use crate::status::{Tone, cell_tone};
 use crate::time::parse_rfc3339;
 use crate::url::encode_query_value;
@@ -78,7 +79,65 @@ impl StatusFilter {
     }
 }
 
-/// The Overview's filters, as they live in the URL (`?q=&team=&env=&status=`).
+/// The order of the Overview's services (`?sort=`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum OverviewSort {
+    /// As the fleet lists them, by name (the default, so no parameter).
+    #[default]
+    Name,
+    /// Least error budget left first, services without objectives last (`?sort=budget`).
+    Budget,
+}
+
+impl OverviewSort {
+    /// Every order, as the control offers them.
+    pub const ALL: [OverviewSort; 2] = [OverviewSort::Name, OverviewSort::Budget];
+
+    /// The value in the URL.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OverviewSort::Name => "name",
+            OverviewSort::Budget => "budget",
+        }
+    }
+
+    /// Reads the URL's value; unknown values mean the default order.
+    pub fn parse(value: &str) -> Self {
+        Self::ALL
+            .into_iter()
+            .find(|s| s.as_str() == value)
+            .unwrap_or_default()
+    }
+
+    /// The words on the control.
+    pub fn label(self) -> &'static str {
+        match self {
+            OverviewSort::Name => "Name",
+            OverviewSort::Budget => "Error budget left",
+        }
+    }
+}
+
+/// `services` least error budget left first, by each one's worst objective in `slos`: those with objectives
+/// but no figure yet next, those without objectives last; the given order otherwise.
+pub fn sort_by_budget(services: &mut [&ServiceSummary], slos: &[SloSummary]) {
+    // (has objectives, worst budget) per service; a missing summary means no objectives.
+    let key = |service: &ServiceSummary| {
+        let summary = slos.iter().find(|s| s.service == service.name);
+        (
+            summary.is_none(),
+            summary.and_then(|s| s.worst.as_ref().map(|w| w.budget_remaining)),
+        )
+    };
+    services.sort_by(|a, b| {
+        let ((a_none, a_budget), (b_none, b_budget)) = (key(a), key(b));
+        a_none
+            .cmp(&b_none)
+            .then_with(|| budget_order(a_budget, b_budget))
+    });
+}
+
+/// The Overview's filters, as they live in the URL (`?q=&team=&env=&status=&sort=`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OverviewFilter {
     /// Free text over name, owner and description.
@@ -89,6 +148,8 @@ pub struct OverviewFilter {
     pub env: Option<String>,
     /// Status.
     pub status: Option<StatusFilter>,
+    /// The order of the rows; not a filter, so "Clear filters" keeps it.
+    pub sort: OverviewSort,
 }
 
 impl OverviewFilter {
@@ -100,6 +161,9 @@ impl OverviewFilter {
             team: non_empty("team"),
             env: non_empty("env"),
             status: non_empty("status").and_then(|s| StatusFilter::parse(&s)),
+            sort: non_empty("sort")
+                .map(|s| OverviewSort::parse(&s))
+                .unwrap_or_default(),
         }
     }
 
@@ -118,6 +182,9 @@ impl OverviewFilter {
         if let Some(status) = self.status {
             pairs.push(("status", status.as_str()));
         }
+        if self.sort != OverviewSort::default() {
+            pairs.push(("sort", self.sort.as_str()));
+        }
         let query = pairs
             .iter()
             .map(|(k, v)| format!("{k}={}", encode_query_value(v)))
@@ -130,7 +197,15 @@ impl OverviewFilter {
         }
     }
 
-    /// Whether any filter is set.
+    /// The same order without any filter: where "Clear filters" goes.
+    pub fn cleared(&self) -> Self {
+        Self {
+            sort: self.sort,
+            ..Self::default()
+        }
+    }
+
+    /// Whether any filter is set (the order is not one).
     pub fn is_active(&self) -> bool {
         !self.q.trim().is_empty()
             || self.team.is_some()
@@ -366,16 +441,18 @@ mod tests {
             team: Some("payments".into()),
             env: Some("prod".into()),
             status: Some(StatusFilter::OutOfSync),
+            sort: OverviewSort::Budget,
         };
         assert_eq!(
             filter.to_path(),
-            "/?q=pay%20ments%26&team=payments&env=prod&status=out-of-sync"
+            "/?q=pay%20ments%26&team=payments&env=prod&status=out-of-sync&sort=budget"
         );
         let query = [
             ("q", "pay ments&"),
             ("team", "payments"),
             ("env", "prod"),
             ("status", "out-of-sync"),
+            ("sort", "budget"),
         ];
         let read = OverviewFilter::from_query(|key| {
             query
@@ -434,5 +511,49 @@ mod tests {
         let merged = merge_activity(&live, &fetched, 2);
         let messages: Vec<_> = merged.iter().map(|i| i.message.as_str()).collect();
         assert_eq!(messages, ["new", "middle"]);
+    }
+
+    #[test]
+    fn sorting_by_budget_puts_the_most_overspent_first_and_services_without_objectives_last() {
+        use crate::slo::WorstBudget;
+        let mut services = fleet();
+        services.push(service("search", "discovery", vec![healthy("prod")]));
+        services.push(service("ledger", "payments", vec![healthy("prod")]));
+        let summary = |name: &str, budget: Option<f64>| SloSummary {
+            service: name.into(),
+            objectives: 1,
+            worst: budget.map(|budget_remaining| WorstBudget {
+                environment: "prod".into(),
+                name: format!("{name}-prod-availability"),
+                budget_remaining,
+            }),
+            burning: budget.is_some_and(|b| b < 0.0),
+        };
+        let slos = [
+            summary("catalog", Some(0.9)),
+            summary("payments", Some(-9.12)),
+            summary("search", Some(0.3)),
+            summary("ledger", None),
+        ];
+        let mut shown: Vec<&ServiceSummary> = services.iter().collect();
+        sort_by_budget(&mut shown, &slos);
+        let names: Vec<&str> = shown.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["payments", "search", "catalog", "ledger", "recommendations"]
+        );
+
+        let sorted = OverviewFilter::from_query(|key| (key == "sort").then(|| "budget".into()));
+        assert_eq!(sorted.sort, OverviewSort::Budget);
+        assert!(!sorted.is_active(), "an order is not a filter");
+        assert_eq!(sorted.to_path(), "/?sort=budget");
+        let filtered = OverviewFilter {
+            team: Some("shop".into()),
+            ..sorted.clone()
+        };
+        assert_eq!(filtered.cleared(), sorted);
+        // An unknown order is the default one, so an old link still opens.
+        let unknown = OverviewFilter::from_query(|key| (key == "sort").then(|| "sparkly".into()));
+        assert_eq!(unknown, OverviewFilter::default());
     }
 }
