@@ -13,6 +13,7 @@ use shared::fleet::{
     ActivityItem, DatabaseView, EnvironmentView, ServiceDetail, ServiceSummary, SyncRequest,
     SyncResponse,
 };
+use shared::metrics::{MetricsRange, MetricsView};
 use shared::session::SessionInfo;
 use shared::{ApiError, ErrorCode};
 
@@ -34,6 +35,29 @@ pub async fn get_service(name: &str) -> Result<ServiceDetail> {
 /// The databases a service is bound to, in every environment.
 pub async fn list_databases(service: &str) -> Result<Vec<DatabaseView>> {
     call::<api::ListDatabases>(&api::ListDatabases::url(service), None).await
+}
+
+/// The Metrics tab of a service in one environment over `range`: every fixed query's chart and the deploys.
+pub async fn get_metrics(
+    service: &str,
+    environment: &str,
+    range: MetricsRange,
+) -> Result<MetricsView> {
+    call::<api::GetMetrics>(
+        &api::GetMetrics::with_range(service, environment, range),
+        None,
+    )
+    .await
+}
+
+/// A service's service level objectives in every environment, evaluated.
+pub async fn list_slos(service: &str) -> Result<Vec<shared::slo::SloView>> {
+    call::<api::ListSlos>(&api::ListSlos::url(service), None).await
+}
+
+/// Every service with objectives, by its worst budget: the Overview's SLO column.
+pub async fn list_slo_summaries() -> Result<Vec<shared::slo::SloSummary>> {
+    call::<api::ListSloSummaries>(&api::ListSloSummaries::url(), None).await
 }
 
 /// The environments and their clusters' connections.
@@ -151,9 +175,15 @@ pub async fn get_release(sha: &str) -> Result<ReleaseDetail> {
     call::<api::GetRelease>(&api::GetRelease::url(sha), None).await
 }
 
-/// Where the log stream of one container lives (`text/event-stream`, one line per [`api::LOG_EVENT`]).
+/// Where the log stream of one container lives (`text/event-stream`, one
+/// [`shared::logs::LogLine`] per [`api::LOG_EVENT`]).
 pub fn logs_url(service: &str, environment: &str, query: &LogQuery) -> String {
     api::Logs::with_query(service, environment, query)
+}
+
+/// The pods whose logs can be read: running ones, and gone ones the log store keeps.
+pub async fn list_log_pods(service: &str, environment: &str) -> Result<shared::logs::RecentPods> {
+    call::<api::ListLogPods>(&api::ListLogPods::url(service, environment), None).await
 }
 
 /// Who is signed in, and the access policy.

@@ -14,7 +14,7 @@ use crate::pages::delivery::create::CreateRoute;
 use crate::pages::delivery::pulls::PullsRoute;
 use crate::pages::delivery::releases::{ReleaseDetailRoute, ReleasesRoute};
 use crate::pages::fleet::overview::Overview;
-use crate::pages::fleet::service::ServicePage;
+use crate::pages::fleet::service::ServiceRoute;
 use crate::pages::not_found::NotFound;
 use crate::pages::session::SignIn;
 use crate::pages::show_errors;
@@ -88,7 +88,7 @@ fn Shell() -> impl IntoView {
             <Routes fallback=NotFound>
                 <Route path=path!("/") view=Overview />
                 <Route path=path!("/sign-in") view=Overview />
-                <Route path=path!("/services/:name") view=ServicePage />
+                <Route path=path!("/services/:name") view={Lazy::<ServiceRoute>::new()} />
                 // Rarely the first page of a visit: each is its own wasm module, fetched when first opened.
                 <Route path=path!("/create") view={Lazy::<CreateRoute>::new()} />
                 <Route path=path!("/releases") view={Lazy::<ReleasesRoute>::new()} />

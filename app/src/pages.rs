@@ -2,8 +2,10 @@
 
 pub mod delivery;
 pub mod fleet;
+pub mod metrics;
 pub mod not_found;
 pub mod session;
+pub mod slo;
 
 use leptos::prelude::*;
 

@@ -39,6 +39,7 @@ const CHECKS: Record<string, State[]> = {
   '/': [
     { name: 'loaded, guest', who: 'guest', reach: async (page) => { await page.goto('/'); await visible(page, 'fleet-table'); } },
     { name: 'loaded, owner', who: 'ada', reach: async (page) => { await page.goto('/'); await visible(page, 'fleet-table'); } },
+    { name: 'sorted by error budget, SLO column', who: 'guest', reach: async (page) => { await page.goto('/?sort=budget'); await expect(page.locator('[data-testid="slo-cell"][data-burning="true"]').first()).toBeVisible({ timeout: 20_000 }); } },
     {
       name: 'loading skeleton', who: 'guest',
       reach: async (page) => { await fleetLoading(page, '/'); },
@@ -82,6 +83,30 @@ const CHECKS: Record<string, State[]> = {
       reach: async (page) => { await page.goto('/services/payments?env=nowhere'); await visible(page, 'no-deployments'); },
     },
     { name: 'dependencies tab', who: 'guest', reach: async (page) => { await page.goto('/services/payments?tab=dependencies'); await visible(page, 'dependency-node'); } },
+    {
+      name: 'metrics tab, guest', who: 'guest',
+      reach: async (page) => { await page.goto('/services/payments?tab=metrics&env=prod&range=6h'); await expect(page.getByTestId('metric-chart')).toHaveCount(8, { timeout: 15_000 }); await visible(page, 'deploy-marker'); },
+    },
+    {
+      name: 'metrics tab, owner', who: 'ada',
+      reach: async (page) => { await page.goto('/services/payments?tab=metrics&env=prod'); await expect(page.getByTestId('metric-chart')).toHaveCount(8, { timeout: 15_000 }); await expect(page.locator('path.series').first()).toHaveAttribute('d', /L/); },
+    },
+    {
+      name: 'SLO panel, burning objective', who: 'guest',
+      reach: async (page) => { await page.goto('/services/payments?tab=metrics&env=prod'); await expect(page.locator('[data-testid="slo"][data-burning="true"]').first()).toBeVisible({ timeout: 20_000 }); await visible(page, 'alert-row'); },
+    },
+    {
+      name: 'SLO panel, no objectives', who: 'guest',
+      reach: async (page) => { await page.goto('/services/recommendations?tab=metrics'); await visible(page, 'slo-empty'); },
+    },
+    {
+      name: 'SLO panel loading', who: 'guest',
+      reach: async (page) => { await hold(page, '**/api/v1/services/payments/slos'); await page.goto('/services/payments?tab=metrics&env=prod'); await visible(page, 'service-header'); await expect(page.locator('[aria-label="Loading service level objectives"]')).toBeVisible({ timeout: 15_000 }); },
+    },
+    {
+      name: 'metrics tab loading', who: 'guest',
+      reach: async (page) => { await hold(page, /\/metrics\?/); await page.goto('/services/payments?tab=metrics&env=prod'); await visible(page, 'service-header'); await expect(page.locator('[aria-label="Loading metrics"]')).toBeVisible({ timeout: 15_000 }); },
+    },
     { name: 'databases tab, guest', who: 'guest', reach: async (page) => { await page.goto('/services/payments?tab=databases'); await visible(page, 'database-row'); } },
     { name: 'databases tab, owner', who: 'ada', reach: async (page) => { await page.goto('/services/payments?tab=databases'); await visible(page, 'database-row'); } },
     { name: 'loading skeleton (fleet)', who: 'guest', reach: async (page) => { await fleetLoading(page, '/services/payments'); } },

@@ -1,5 +1,7 @@
-//! The live log panel (owners only): one container's log streamed over SSE, with follow, a container picker
-//! and the previous (crashed) instance. Escape closes it.
+//! The log panel (owners only): one container's log streamed over SSE, with follow, a container picker
+//! and the previous (crashed) instance. The pod picker offers the running pods and, when a log store is
+//! configured, recent pods that are gone (crashed, replaced by a rollout, rolled back), whose last lines
+//! come from the store and are marked so. Escape closes it.
 
 use futures::StreamExt as _;
 use futures::channel::oneshot;
@@ -14,12 +16,61 @@ use leptos::task::spawn_local;
 use shared::api::LOG_EVENT;
 use shared::fleet::PodView;
 use shared::fleet::cards::is_crashloop;
+use shared::logs::{LogLine, LogSource, RecentPods};
 
 use crate::api::{self, LogQuery};
 use crate::components::focus::remember_focus;
 
 /// Lines kept in the panel; older ones scroll away.
 const LINES_KEPT: usize = 5_000;
+
+/// One choice of the pod picker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct PodChoice {
+    name: String,
+    containers: Vec<String>,
+    /// Gone: its log comes from the store.
+    gone: bool,
+    crash_looping: bool,
+}
+
+impl PodChoice {
+    fn label(&self) -> String {
+        if self.gone {
+            format!("{} (gone)", self.name)
+        } else if self.crash_looping {
+            format!("{} (crash-looping)", self.name)
+        } else {
+            self.name.clone()
+        }
+    }
+}
+
+/// The running pods as the card has them, then the gone ones the store listed (none it lists as running).
+fn pod_choices(live: &[PodView], recent: Option<&RecentPods>) -> Vec<PodChoice> {
+    let mut choices: Vec<PodChoice> = live
+        .iter()
+        .map(|p| PodChoice {
+            name: p.name.clone(),
+            containers: p.containers.clone(),
+            gone: false,
+            crash_looping: is_crashloop(p),
+        })
+        .collect();
+    if let Some(recent) = recent {
+        for pod in recent.pods.iter().filter(|p| p.gone) {
+            if !live.iter().any(|l| l.name == pod.name) {
+                choices.push(PodChoice {
+                    name: pod.name.clone(),
+                    containers: pod.containers.clone(),
+                    gone: true,
+                    crash_looping: false,
+                });
+            }
+        }
+    }
+    choices
+}
 
 /// Where the stream stands, in words.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,14 +125,33 @@ fn LoadedLogPanel(
     let container = RwSignal::new(String::new());
     let follow = RwSignal::new(true);
     let previous = RwSignal::new(false);
-    let containers = Memo::new(move |_| {
-        let name = pod.get();
-        pods.with(|pods| {
-            pods.iter()
-                .find(|p| p.name == name)
-                .map(|p| p.containers.clone())
-                .unwrap_or_default()
+    // The recent pods, asked again whenever the running pods change (a rollout replacing one, say).
+    let live_names = Memo::new(move |_| {
+        pods.with(|pods| pods.iter().map(|p| p.name.clone()).collect::<Vec<_>>())
+    });
+    let environment_for_recent = environment.clone();
+    let recent = crate::live::fetched(move || {
+        live_names.track();
+        let service = service.get_untracked();
+        let environment = environment_for_recent.clone();
+        async move { api::list_log_pods(&service, &environment).await }
+    });
+    let recent_pods = Memo::new(move |_| {
+        recent.with(|recent| match recent {
+            Some(Ok(recent)) => Some(recent.clone()),
+            _ => None,
         })
+    });
+    let choices = Memo::new(move |_| {
+        pods.with(|live| recent_pods.with(|recent| pod_choices(live, recent.as_ref())))
+    });
+    let chosen = Memo::new(move |_| {
+        let name = pod.get();
+        choices.with(|choices| choices.iter().find(|c| c.name == name).cloned())
+    });
+    let gone = Memo::new(move |_| chosen.with(|c| c.as_ref().is_some_and(|c| c.gone)));
+    let containers = Memo::new(move |_| {
+        chosen.with(|c| c.as_ref().map(|c| c.containers.clone()).unwrap_or_default())
     });
     // Keep the container valid for the pod.
     Effect::new(move |_| {
@@ -91,7 +161,7 @@ fn LoadedLogPanel(
         }
     });
 
-    let lines: RwSignal<Vec<(u64, String)>> = RwSignal::new(Vec::new());
+    let lines: RwSignal<Vec<(u64, LogLine)>> = RwSignal::new(Vec::new());
     let state = RwSignal::new(StreamState::Connecting);
     let cancel: StoredValue<Option<oneshot::Sender<()>>, LocalStorage> =
         StoredValue::new_local(None);
@@ -104,11 +174,13 @@ fn LoadedLogPanel(
     };
     let environment_for_stream = environment.clone();
     Effect::new(move |_| {
+        // A gone pod writes nothing more: its stream is the store's last lines, then the end.
+        let gone = gone.get();
         let options = LogQuery {
             pod: pod.get(),
             container: Some(container.get()).filter(|c| !c.is_empty()),
-            follow: follow.get(),
-            previous: previous.get(),
+            follow: follow.get() && !gone,
+            previous: previous.get() && !gone,
             tail: Some(200),
         };
         stop();
@@ -171,9 +243,10 @@ fn LoadedLogPanel(
                 <label>"Pod "
                     <select data-testid="log-pod" prop:value=move || pod.get()
                         on:change=move |ev| pod.set(event_target_value(&ev))>
-                        {move || pods.get().into_iter().map(|p| {
-                            let label = if is_crashloop(&p) { format!("{} (crash-looping)", p.name) } else { p.name.clone() };
-                            view! { <option value=p.name.clone() selected=p.name == pod.get_untracked()>{label}</option> }
+                        {move || choices.get().into_iter().map(|p| {
+                            let label = p.label();
+                            view! { <option value=p.name.clone() data-gone=p.gone.to_string()
+                                selected=p.name == pod.get_untracked()>{label}</option> }
                         }).map(IntoAny::into_any).collect_view()}
                     </select>
                 </label>
@@ -186,20 +259,40 @@ fn LoadedLogPanel(
                     </select>
                 </label>
                 <label><input type="checkbox" data-testid="log-follow" prop:checked=move || follow.get()
+                    prop:disabled=move || gone.get()
                     on:change=move |ev| follow.set(event_target_checked(&ev)) />" Follow"</label>
                 <label><input type="checkbox" data-testid="log-previous" prop:checked=move || previous.get()
+                    prop:disabled=move || gone.get()
                     on:change=move |ev| previous.set(event_target_checked(&ev)) />" Previous container"</label>
+                {move || gone.get().then(|| view! {
+                    <span class="badge log-store-badge" data-testid="log-store-badge">"From the log store: this pod is gone"</span>
+                })}
                 <span class="muted" role="status" data-testid="log-status">{move || match state.get() {
                     StreamState::Connecting => "Connecting…".to_string(),
                     StreamState::Streaming => if follow.get() { "● Following".into() } else { "Loading the last 200 lines…".into() },
                     StreamState::Reconnecting => "Reconnecting…".into(),
+                    StreamState::Ended if gone.get() => format!("End of the stored log · {} lines", lines.with(Vec::len)),
                     StreamState::Ended => format!("End of log · {} lines", lines.with(Vec::len)),
                     StreamState::Failed(why) => why,
                 }}</span>
             </div>
+            {move || match recent.get() {
+                Some(Ok(RecentPods { store: false, .. })) => Some(view! {
+                    <p class="log-note muted" data-testid="log-live-only">
+                        "Logs are live only: no log store is configured, so pods that are gone cannot be read."
+                    </p>
+                }.into_any()),
+                Some(Ok(RecentPods { store_unavailable: true, .. })) => Some(view! {
+                    <p class="log-note muted" data-testid="log-store-unavailable">
+                        "The log store did not answer, so only running pods are offered."
+                    </p>
+                }.into_any()),
+                _ => None,
+            }}
             <div class="log-lines mono" node_ref=scroller tabindex="0" role="region" aria-label="Log lines">
                 <For each=move || lines.get() key=|(id, _)| *id let:line>
-                    <div class="log-line" data-testid="log-line">{line.1}</div>
+                    <div class="log-line" class:log-line-stored=line.1.source == LogSource::Store
+                        data-testid="log-line" data-source=line.1.source.as_str()>{line.1.text}</div>
                 </For>
                 {move || (lines.with(Vec::is_empty) && state.get() == StreamState::Ended).then(|| view! {
                     <p class="muted">"This container has written nothing yet."</p>
@@ -213,7 +306,7 @@ fn LoadedLogPanel(
 async fn stream(
     url: String,
     follow: bool,
-    lines: RwSignal<Vec<(u64, String)>>,
+    lines: RwSignal<Vec<(u64, LogLine)>>,
     state: RwSignal<StreamState>,
     mut cancel: oneshot::Receiver<()>,
 ) {
@@ -235,9 +328,14 @@ async fn stream(
     loop {
         match select(subscription.next(), &mut cancel).await {
             Either::Left((Some(Ok((_, message))), _)) => {
-                let Some(text) = message.data().as_string() else {
+                let Some(data) = message.data().as_string() else {
                     continue;
                 };
+                // Each event is a `LogLine`; anything else is shown as it came, as a live line.
+                let line = serde_json::from_str::<LogLine>(&data).unwrap_or(LogLine {
+                    source: LogSource::Live,
+                    text: data,
+                });
                 if reconnecting {
                     // The server starts every connection with the tail again: replace, don't repeat.
                     lines.try_update(Vec::clear);
@@ -246,7 +344,7 @@ async fn stream(
                 state.try_set(StreamState::Streaming);
                 next_id += 1;
                 lines.try_update(|lines| {
-                    lines.push((next_id, text));
+                    lines.push((next_id, line));
                     if lines.len() > LINES_KEPT {
                         lines.drain(..lines.len() - LINES_KEPT);
                     }

@@ -1,5 +1,6 @@
 //! The Overview (`/`): the fleet as a services × environments matrix, filtered by what the URL says
-//! (`?q=&team=&env=&status=`), with fleet counts and the recent-activity feed. Everything updates live.
+//! (`?q=&team=&env=&status=`) and ordered by name or by error budget left (`?sort=budget`), with fleet counts,
+//! each service's worst SLO and the recent-activity feed. Everything updates live.
 
 use leptos::ev::KeyboardEvent;
 use leptos::html::Input;
@@ -8,11 +9,14 @@ use leptos_router::NavigateOptions;
 use leptos_router::components::A;
 use leptos_router::hooks::{use_navigate, use_query_map};
 use shared::fleet::overview::{
-    FleetCounts, OverviewFilter, StatusFilter, environments, fleet_counts, merge_activity, teams,
+    FleetCounts, OverviewFilter, OverviewSort, StatusFilter, environments, fleet_counts,
+    merge_activity, sort_by_budget, teams,
 };
 use shared::fleet::{ActivityItem, ActivityKind, EnvironmentCell, ServiceSummary, SourceState};
+use shared::slo::{SloSummary, budget_tone, format_budget};
 use shared::status::{Tone, cell_tone};
 use shared::time::{age_or_raw, since};
+use shared::{ApiError, ErrorCode};
 
 use crate::api;
 use crate::components::status::{chip, drift_chip, health_chip, sync_chip};
@@ -23,6 +27,8 @@ use crate::pages::show_errors;
 const FEED_LENGTH: usize = 50;
 /// How many activity items the feed shows at first, and how many more each "Older activity" shows.
 const FEED_PAGE: usize = 10;
+/// How often the SLO column is asked again: the server evaluates objectives every 30 s.
+const SLO_REFRESH_SECONDS: i64 = 30;
 
 /// The fleet at a glance.
 #[component]
@@ -75,15 +81,24 @@ pub fn Overview() -> impl IntoView {
         Some(env) => vec![env],
         None => all_envs.get(),
     });
+    let slos = slo_summaries();
     let visible = move || {
         let filter = filter.get();
         live.fleet.with(|fleet| {
-            filter
-                .apply(fleet.services())
-                .into_iter()
-                .cloned()
-                .collect::<Vec<ServiceSummary>>()
+            let mut shown = filter.apply(fleet.services());
+            if filter.sort == OverviewSort::Budget {
+                slos.with(|slos| sort_by_budget(&mut shown, slos.shown().unwrap_or_default()));
+            }
+            shown.into_iter().cloned().collect::<Vec<ServiceSummary>>()
         })
+    };
+    let slo_column = Memo::new(move |_| slos.with(|slos| slos.shown().is_some()));
+    let sort_href = move |sort: OverviewSort| {
+        OverviewFilter {
+            sort,
+            ..filter.get()
+        }
+        .to_path()
     };
 
     let select = move |key: &'static str| {
@@ -147,8 +162,25 @@ pub fn Overview() -> impl IntoView {
                         }).map(IntoAny::into_any).collect_view()}
                     </select>
                 </label>
-                {move || filter.get().is_active().then(|| view! { <A href="/" attr:data-testid="clear-filters">"Clear filters"</A> })}
+                {move || slo_column.get().then(|| view! {
+                    <nav class="sort-picker" aria-label="Order">
+                        <span class="muted">"Sort "</span>
+                        {OverviewSort::ALL.into_iter().map(|sort| view! {
+                            <a
+                                href=move || sort_href(sort)
+                                aria-current=move || (filter.get().sort == sort).then_some("true")
+                                data-testid=format!("sort-{}", sort.as_str())
+                            >{sort.label()}</a>
+                        }).collect_view()}
+                    </nav>
+                })}
+                {move || filter.get().is_active().then(|| view! { <A href=move || filter.get().cleared().to_path() attr:data-testid="clear-filters">"Clear filters"</A> })}
             </div>
+            {move || slos.with(|slos| slos.error().map(|error| view! {
+                <p class="error small" role="alert" data-testid="slo-summary-error">
+                    {format!("Service level objectives could not be loaded: {error} The rest of the Overview is live.")}
+                </p>
+            }))}
             <div class="overview-grid">
                 <div class="matrix-wrap">
                     <ErrorBoundary fallback=show_errors>
@@ -166,13 +198,14 @@ pub fn Overview() -> impl IntoView {
                                                 <th scope="col">"Service"</th>
                                                 <th scope="col">"Owner"</th>
                                                 {move || columns.get().into_iter().map(|env| view! { <th scope="col">{env}</th> }).map(IntoAny::into_any).collect_view()}
+                                                {move || slo_column.get().then(|| view! { <th scope="col">"SLO"</th> })}
                                             </tr>
                                         </thead>
                                         <tbody>
                                             <For
                                                 each=visible
                                                 key=|service| service.clone()
-                                                children=move |service| view! { <ServiceRow service columns /> }
+                                                children=move |service| view! { <ServiceRow service columns slos slo_column /> }
                                             />
                                         </tbody>
                                     </table>
@@ -187,13 +220,76 @@ pub fn Overview() -> impl IntoView {
     }
 }
 
+/// The SLO column's data: the last answer, kept until the next one replaces it.
+#[derive(Debug, Clone, Default, PartialEq)]
+enum SloSummaries {
+    #[default]
+    Loading,
+    /// SLOs are not configured in this Tower (its 404 says so): no column, no error.
+    NotConfigured,
+    Failed(ApiError),
+    Loaded(Vec<SloSummary>),
+}
+
+impl SloSummaries {
+    /// The summaries to show, when the column is shown.
+    fn shown(&self) -> Option<&[SloSummary]> {
+        match self {
+            SloSummaries::Loaded(summaries) => Some(summaries),
+            _ => None,
+        }
+    }
+
+    fn error(&self) -> Option<ApiError> {
+        match self {
+            SloSummaries::Failed(error) => Some(error.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// Every service's worst objective, asked again every 30 s on the app's clock.
+fn slo_summaries() -> Memo<SloSummaries> {
+    let live = expect_context::<LiveFleet>();
+    let tick = Memo::new(move |_| {
+        live.now
+            .with(|now| shared::time::parse_rfc3339(now).unwrap_or_default())
+            .div_euclid(SLO_REFRESH_SECONDS)
+    });
+    let answer = crate::live::fetched(move || {
+        tick.track();
+        api::list_slo_summaries()
+    });
+    Memo::new(move |_| {
+        answer.with(|answer| match answer {
+            None => SloSummaries::Loading,
+            Some(Ok(summaries)) => SloSummaries::Loaded(summaries.clone()),
+            Some(Err(error))
+                if error.code == ErrorCode::NotFound
+                    && error.message.ends_with("is not configured in this Tower.") =>
+            {
+                SloSummaries::NotConfigured
+            }
+            // Tower is still evaluating for the first time: the column appears with the next answer.
+            Some(Err(error)) if error.code == ErrorCode::Unavailable => SloSummaries::Loading,
+            Some(Err(error)) => SloSummaries::Failed(error.clone()),
+        })
+    })
+}
+
 #[component]
-fn ServiceRow(service: ServiceSummary, columns: Memo<Vec<String>>) -> impl IntoView {
+fn ServiceRow(
+    service: ServiceSummary,
+    columns: Memo<Vec<String>>,
+    slos: Memo<SloSummaries>,
+    slo_column: Memo<bool>,
+) -> impl IntoView {
     let href = format!("/services/{}", service.name);
     let name = service.name.clone();
     let description = service.description.clone();
     let row_name = service.name.clone();
     let owner = service.owner.clone();
+    let slo_service = service.name.clone();
     view! {
         <tr data-testid="service-row" data-service=row_name>
             <th scope="row">
@@ -208,8 +304,46 @@ fn ServiceRow(service: ServiceSummary, columns: Memo<Vec<String>>) -> impl IntoV
                     view! { <MatrixCell service=service.name.clone() environment=env cell /> }
                 }).map(IntoAny::into_any).collect_view()
             }}
+            {move || slo_column.get().then(|| {
+                let summary = slos.with(|slos| {
+                    slos.shown().and_then(|all| all.iter().find(|s| s.service == slo_service).cloned())
+                });
+                view! { <SloCell service=slo_service.clone() summary /> }
+            })}
         </tr>
     }
+}
+
+/// A service's worst error budget left, marked when an objective burns, linking to where it is shown.
+#[component]
+fn SloCell(service: String, summary: Option<SloSummary>) -> impl IntoView {
+    let Some(summary) = summary else {
+        return view! {
+            <td class="slo-cell" data-testid="slo-cell" data-service=service data-budget="none">
+                <span class="muted small">"no objectives"</span>
+            </td>
+        }
+        .into_any();
+    };
+    let remaining = summary.worst.as_ref().map(|w| w.budget_remaining);
+    let tone = budget_tone(remaining);
+    let title = summary.worst.as_ref().map(|w| {
+        format!(
+            "{} in {}: {} of its error budget left",
+            w.name,
+            w.environment,
+            format_budget(Some(w.budget_remaining))
+        )
+    });
+    view! {
+        <td class=format!("slo-cell {}", tone.class()) data-testid="slo-cell" data-service=service
+            data-burning=if summary.burning { "true" } else { "false" }
+            data-budget=format_budget(remaining)>
+            <a href=summary.href() class="slo-budget" title=title>{format_budget(remaining)}</a>
+            {summary.burning.then(|| chip(Tone::Bad, "⚠", "Burning".into(), Some("slo-burning")))}
+        </td>
+    }
+    .into_any()
 }
 
 #[component]
@@ -378,6 +512,7 @@ fn ActivityRow(item: ActivityItem) -> impl IntoView {
         ActivityKind::PipelineFailed => ("✕", "Pipeline failed", Tone::Bad),
         ActivityKind::PullRequestMerged => ("⑂", "PR merged", Tone::Ok),
         ActivityKind::Degraded => ("!", "Degraded", Tone::Bad),
+        ActivityKind::SloBurning => ("⚠", "SLO burning", Tone::Bad),
     };
     let kind = match item.kind {
         ActivityKind::Deploy => "deploy",
@@ -385,6 +520,7 @@ fn ActivityRow(item: ActivityItem) -> impl IntoView {
         ActivityKind::PipelineFailed => "pipeline_failed",
         ActivityKind::PullRequestMerged => "pull_request_merged",
         ActivityKind::Degraded => "degraded",
+        ActivityKind::SloBurning => "slo_burning",
     };
     let href = match &item.environment {
         Some(env) => format!("/services/{}?env={env}", item.service),

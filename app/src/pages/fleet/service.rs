@@ -1,10 +1,11 @@
 //! The service page (`/services/:name`): a header from the Component, an environment picker (`?env=`) and
-//! tabs (`?tab=`): Deployments (one live card per environment), Dependencies and Databases. Tabs load only
-//! when opened; the URL holds the tab and the environment.
+//! tabs (`?tab=`): Deployments (one live card per environment), Metrics, Dependencies and Databases. Tabs
+//! load only when opened; the URL holds the tab and the environment (and the Metrics tab's `?range=`).
 
 use leptos::lazy;
 use leptos::prelude::*;
 use leptos_router::components::A;
+use leptos_router::{LazyRoute, lazy_route};
 use leptos_router::hooks::{use_params_map, use_query_map};
 use shared::ApiError;
 use shared::auth::Permission;
@@ -19,21 +20,29 @@ use crate::components::deployment_card::DeploymentCard;
 use crate::components::log_panel::LogPanel;
 use crate::components::status::{drift_chip, health_chip, permission_reason, sync_chip, tone_chip};
 use crate::live::{LiveFleet, fetched};
+use crate::pages::metrics::MetricsTab;
 use crate::pages::{show_error, show_errors};
 
 /// The tabs, by their `?tab=` value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Tab {
     Deployments,
+    Metrics,
     Dependencies,
     Databases,
 }
 
 impl Tab {
-    const ALL: [Tab; 3] = [Tab::Deployments, Tab::Dependencies, Tab::Databases];
+    const ALL: [Tab; 4] = [
+        Tab::Deployments,
+        Tab::Metrics,
+        Tab::Dependencies,
+        Tab::Databases,
+    ];
 
     fn parse(value: Option<&str>) -> Self {
         match value {
+            Some("metrics") => Tab::Metrics,
             Some("dependencies") => Tab::Dependencies,
             Some("databases") => Tab::Databases,
             _ => Tab::Deployments,
@@ -44,6 +53,7 @@ impl Tab {
     fn param(self) -> Option<&'static str> {
         match self {
             Tab::Deployments => None,
+            Tab::Metrics => Some("metrics"),
             Tab::Dependencies => Some("dependencies"),
             Tab::Databases => Some("databases"),
         }
@@ -52,6 +62,7 @@ impl Tab {
     fn label(self) -> &'static str {
         match self {
             Tab::Deployments => "Deployments",
+            Tab::Metrics => "Metrics",
             Tab::Dependencies => "Dependencies",
             Tab::Databases => "Databases",
         }
@@ -72,6 +83,21 @@ fn page_href(name: &str, tab: Tab, env: Option<&str>) -> String {
         base
     } else {
         format!("{base}?{}", params.join("&"))
+    }
+}
+
+/// The service page as a route whose code loads when a service is first opened: the Overview, the first
+/// page most people see, does not carry it.
+pub struct ServiceRoute;
+
+#[lazy_route]
+impl LazyRoute for ServiceRoute {
+    fn data() -> Self {
+        Self
+    }
+
+    fn view(_this: Self) -> AnyView {
+        view! { <ServicePage /> }.into_any()
     }
 }
 
@@ -119,6 +145,7 @@ pub fn ServicePage() -> impl IntoView {
                         <div class="tab-panel">
                             {move || match tab.get() {
                                 Tab::Deployments => view! { <DeploymentsTab name env owner /> }.into_any(),
+                                Tab::Metrics => view! { <MetricsTab name env /> }.into_any(),
                                 Tab::Dependencies => view! { <DependencyGraph focus=name.into() /> }.into_any(),
                                 Tab::Databases => view! { <DatabasesTab name env owner /> }.into_any(),
                             }}
@@ -229,9 +256,21 @@ fn EnvironmentPicker(
                 .unwrap_or_default()
         })
     });
+    // The Metrics tab's time range stays when the environment changes.
+    let query = use_query_map();
+    let href = move |env: Option<&str>| {
+        let href = page_href(&name.get(), tab.get(), env);
+        match query
+            .with(|q| q.get("range"))
+            .filter(|_| tab.get() == Tab::Metrics)
+        {
+            Some(range) => format!("{href}&range={}", encode_query_value(&range)),
+            None => href,
+        }
+    };
     view! {
         <nav class="env-picker" aria-label="Environment" data-testid="env-picker">
-            <a href=move || page_href(&name.get(), tab.get(), None)
+            <a href=move || href(None)
                 aria-current=move || env.get().is_none().then_some("true")
                 data-testid="env-all">"All environments"</a>
             // Keyed, with reactive attributes: choosing an environment keeps the same link (and the keyboard
@@ -240,7 +279,7 @@ fn EnvironmentPicker(
                 <a
                     href={
                         let choice = choice.clone();
-                        move || page_href(&name.get(), tab.get(), Some(&choice))
+                        move || href(Some(&choice))
                     }
                     aria-current={
                         let choice = choice.clone();
