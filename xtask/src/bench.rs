@@ -1,7 +1,10 @@
 //! `cargo xtask bench`: the numbers the issues set targets for, measured on this machine and printed.
 //!
-//! Today: `GET /api/v1/services` answered from the watch caches at `--scale N` services, loaded with `wrk`
-//! over loopback (p50/p99 latency and requests per second), gzip (as browsers ask) and plain.
+//! - `GET /api/v1/services` answered from the watch caches at `--scale N` services, loaded with `wrk` over
+//!   loopback (p50/p99 latency and requests per second), gzip (as browsers ask) and plain.
+//! - `metrics`: the Metrics tab's answer on the sandbox's real Prometheus, cold (the first viewer of a
+//!   service, environment and range in a step, which costs one query per fixed query) and warm (every
+//!   viewer after, answered from the shared cache).
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -27,6 +30,19 @@ pub enum Which {
     Services(ServicesArgs),
     /// `tower sandbox --speed 10` left running: its RSS every 30 s, and the growth from the first minute.
     SandboxMemory(crate::memory::MemoryArgs),
+    /// The Metrics tab's answer time, cold and warm cache.
+    Metrics(MetricsArgs),
+}
+
+/// Options of the Metrics tab benchmark.
+#[derive(Debug, Clone, clap::Args)]
+pub struct MetricsArgs {
+    /// Warm requests per service and range.
+    #[arg(long, default_value_t = 50)]
+    pub warm: usize,
+    /// Measure the debug build (`target/debug/tower`) rather than building a release one.
+    #[arg(long)]
+    pub debug: bool,
 }
 
 /// Options of the service-list benchmark.
@@ -52,6 +68,7 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
         None => services(&args.services),
         Some(Which::Services(services_args)) => services(services_args),
         Some(Which::SandboxMemory(memory_args)) => crate::memory::sandbox_memory(memory_args),
+        Some(Which::Metrics(metrics_args)) => metrics(metrics_args),
     }
 }
 
@@ -163,6 +180,92 @@ fn services(args: &ServicesArgs) -> Result<()> {
     Ok(())
 }
 
+fn metrics(args: &MetricsArgs) -> Result<()> {
+    let binary = if args.debug {
+        util::run(&mut util::cargo([
+            "build", "-p", "server", "--bin", "tower",
+        ]))?;
+        util::repo_root().join("target/debug/tower")
+    } else {
+        release_tower()?
+    };
+    let mut serve = util::command(&binary);
+    serve
+        .args([
+            "serve",
+            "--sandbox",
+            "--listen",
+            TOWER,
+            "--sandbox-listen",
+            SANDBOX,
+            "--assets",
+            "dist",
+        ])
+        .env("TOWER_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
+    util::announce(&serve);
+    let _server = Server(serve.spawn().context("starting tower")?);
+    let cookie = wait_for_guest_session(Duration::from_secs(180))?;
+    wait_for_services(&cookie, 5, Duration::from_secs(180))?;
+
+    let time = |url: &str| -> Result<f64> {
+        let started = Instant::now();
+        let body = curl(&["-H", &format!("Cookie: {cookie}"), url])?;
+        let elapsed = started.elapsed().as_secs_f64() * 1000.0;
+        if !body.contains("\"charts\"") || body.contains("\"error\"") {
+            bail!(
+                "{url} did not answer charts: {}",
+                body.chars().take(300).collect::<String>()
+            );
+        }
+        Ok(elapsed)
+    };
+    let services = ["payments", "checkout", "search", "cart", "ledger"];
+    println!(
+        "\nGET /api/v1/services/<name>/environments/prod/metrics (8 fixed queries), {}:",
+        if args.debug {
+            "debug build"
+        } else {
+            "release build"
+        }
+    );
+    println!(
+        "{:<6} {:>12} {:>12} {:>12}",
+        "range", "cold p50", "warm p50", "warm p99"
+    );
+    for range in ["1h", "6h", "24h", "7d"] {
+        let mut cold = Vec::new();
+        let mut warm = Vec::new();
+        for service in services {
+            let url = format!(
+                "http://{TOWER}/api/v1/services/{service}/environments/prod/metrics?range={range}"
+            );
+            cold.push(time(&url)?);
+            for _ in 0..args.warm {
+                warm.push(time(&url)?);
+            }
+        }
+        println!(
+            "{range:<6} {:>10.1}ms {:>10.1}ms {:>10.1}ms",
+            percentile(&mut cold, 0.5),
+            percentile(&mut warm, 0.5),
+            percentile(&mut warm, 0.99)
+        );
+    }
+    println!(
+        "(curl per request, so each time includes a process start and a connection: an upper bound)"
+    );
+    Ok(())
+}
+
+/// The `q` quantile (0–1) of `values`, nearest rank.
+fn percentile(values: &mut [f64], q: f64) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let rank = ((values.len() as f64 * q).ceil() as usize).clamp(1, values.len().max(1));
+    values.get(rank - 1).copied().unwrap_or(f64::NAN)
+}
+
 fn ensure_wrk() -> Result<()> {
     if Command::new("wrk").arg("--version").output().is_ok() {
         return Ok(());
@@ -268,6 +371,14 @@ fn parse_wrk(output: &str) -> Result<WrkResult> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let mut values = [5.0, 1.0, 3.0, 2.0, 4.0];
+        assert_eq!(percentile(&mut values, 0.5), 3.0);
+        assert_eq!(percentile(&mut values, 0.99), 5.0);
+        assert_eq!(percentile(&mut values, 0.0), 1.0);
+    }
 
     #[test]
     fn wrk_output_is_read() {
