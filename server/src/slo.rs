@@ -126,6 +126,18 @@ struct Objective {
     total: String,
 }
 
+impl Objective {
+    /// Bad and total events from what the selectors counted.
+    fn counts(&self, counted: f64, total: f64) -> Counts {
+        let errors = match self.indicator {
+            Indicator::Ratio => counted,
+            // Fast requests are the good ones; the rest of the total spends the budget.
+            Indicator::Latency => (total - counted).max(0.0),
+        };
+        Counts { errors, total }
+    }
+}
+
 /// Why a resource cannot be evaluated, for its owners.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 enum ResourceError {
@@ -378,12 +390,7 @@ async fn counts(
     let (Some(counted), Some(total)) = (value(&counted), value(&total)) else {
         return Ok(None);
     };
-    let errors = match objective.indicator {
-        Indicator::Ratio => counted,
-        // Fast requests are the good ones; the rest of the total spends the budget.
-        Indicator::Latency => (total - counted).max(0.0),
-    };
-    Ok(Some(Counts { errors, total }))
+    Ok(Some(objective.counts(counted, total)))
 }
 
 /// Budget remaining over the objective's window at every step of the last [`HISTORY`].
@@ -413,15 +420,7 @@ async fn budget_history(
     Ok(total
         .iter()
         .filter_map(|(t, total)| {
-            let counted = *counted.get(t)?;
-            let errors = match objective.indicator {
-                Indicator::Ratio => counted,
-                Indicator::Latency => (total - counted).max(0.0),
-            };
-            let counts = Counts {
-                errors,
-                total: *total,
-            };
+            let counts = objective.counts(*counted.get(t)?, *total);
             Some((*t, slo::budget_remaining(counts, objective.objective)?))
         })
         .collect())

@@ -36,6 +36,11 @@ pub const FLEET_EVENT: &str = "fleet";
 /// [`crate::logs::LogLine`] as JSON, saying whether the line was read live or from the log store.
 pub const LOG_EVENT: &str = "log";
 
+/// The name of the one SSE message that closes a [`Logs`] stream which ends by itself (a tail without follow,
+/// a gone pod's stored lines). A browser's EventSource reconnects after any close, so without it an end and
+/// a dropped connection look the same, and the tail would be sent again.
+pub const LOG_END_EVENT: &str = "end";
+
 /// The HTTP methods the API uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Method {

@@ -122,8 +122,8 @@ pub fn since(at: &str, now: &str) -> String {
     }
 }
 
-/// The date of a day number (inverse of [`days_from_civil`]).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
+/// The date `(year, month, day)` of a day number since 1970-01-01 (inverse of [`days_from_civil`]).
+pub fn civil_from_days(days: i64) -> (i64, i64, i64) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let day_of_era = z - era * 146_097;

@@ -13,7 +13,7 @@ use leptos::html::{Button, Div};
 use leptos::lazy;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use shared::api::LOG_EVENT;
+use shared::api::{LOG_END_EVENT, LOG_EVENT};
 use shared::fleet::PodView;
 use shared::fleet::cards::is_crashloop;
 use shared::logs::{LogLine, LogSource, RecentPods};
@@ -316,17 +316,25 @@ async fn stream(
         ));
         return;
     };
-    let Ok(subscription) = source.subscribe(LOG_EVENT) else {
+    let (Ok(lines_sent), Ok(end_sent)) =
+        (source.subscribe(LOG_EVENT), source.subscribe(LOG_END_EVENT))
+    else {
         state.try_set(StreamState::Failed(
             "The browser could not open the log stream.".into(),
         ));
         return;
     };
-    let mut subscription = Box::pin(subscription);
+    // One stream of both: each item names its event, so the end is told from a line.
+    let mut subscription = Box::pin(futures::stream::select(lines_sent, end_sent));
     let mut next_id = 0_u64;
     let mut reconnecting = false;
     loop {
         match select(subscription.next(), &mut cancel).await {
+            Either::Left((Some(Ok((event, _))), _)) if event == LOG_END_EVENT => {
+                // The server ended a tail: the EventSource would reconnect and send it again.
+                state.try_set(StreamState::Ended);
+                break;
+            }
             Either::Left((Some(Ok((_, message))), _)) => {
                 let Some(data) = message.data().as_string() else {
                     continue;

@@ -17,7 +17,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::LogParams;
 use serde::Deserialize;
-use shared::api::{LOG_EVENT, ListLogPods, LogQuery, Logs};
+use shared::api::{LOG_END_EVENT, LOG_EVENT, ListLogPods, LogQuery, Logs};
 use shared::delivery::FieldError;
 use shared::fleet::DeploymentCard;
 use shared::logs::{LogLine, LogSource, RecentPod, RecentPods};
@@ -113,6 +113,9 @@ async fn logs(
             format!("{} is not a pod of {name} in {env}", query.pod),
         ))
     };
+    // A followed live log goes on until the container stops (and the browser reconnects to its next
+    // instance); anything else is a tail that ends, and says so.
+    let mut ends = !query.follow;
     let stream = if let Some(pod) = card.pods.iter().find(|p| p.name == query.pod) {
         if let Some(container) = &query.container
             && !pod.containers.contains(container)
@@ -189,11 +192,21 @@ async fn logs(
         };
         // A gone pod writes nothing more: `follow` and `previous` change nothing, the stream ends after
         // the tail.
+        ends = true;
         let lines = history
             .tail(&env, &namespace, pod, container, tail as usize)
             .await
             .map_err(|error| Error::upstream("the log store", error))?;
         futures::stream::iter(lines.into_iter().map(|line| Ok(log_event(&line)))).boxed()
+    };
+    let stream = if ends {
+        stream
+            .chain(futures::stream::once(std::future::ready(Ok(
+                Event::default().event(LOG_END_EVENT).data(""),
+            ))))
+            .boxed()
+    } else {
+        stream
     };
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }

@@ -35,11 +35,30 @@ async fn log_pods(app: &TestApp, who: &Role, env: &str) -> (StatusCode, Option<R
     (status, serde_json::from_str(&text).ok())
 }
 
-/// The log lines of an SSE body, parsed.
+/// The log lines of an SSE body that ended by itself, parsed; the body must close with the end event,
+/// which tells the browser not to reconnect for the same tail.
 fn lines(body: &str) -> Vec<LogLine> {
-    body.lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .map(|data| serde_json::from_str(data.trim_start()).unwrap())
+    let messages: Vec<(&str, &str)> = body
+        .split("\n\n")
+        .filter_map(|block| {
+            let field = |name: &str| {
+                block
+                    .lines()
+                    .find_map(|l| l.strip_prefix(name))
+                    .map(str::trim_start)
+            };
+            Some((field("event:")?, field("data:").unwrap_or_default()))
+        })
+        .collect();
+    assert_eq!(
+        messages.last().map(|(event, _)| *event),
+        Some(shared::api::LOG_END_EVENT),
+        "{body}"
+    );
+    messages
+        .iter()
+        .filter(|(event, _)| *event == shared::api::LOG_EVENT)
+        .map(|(_, data)| serde_json::from_str(data).unwrap())
         .collect()
 }
 

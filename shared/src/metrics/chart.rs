@@ -232,7 +232,7 @@ pub fn clock_time(at: i64) -> String {
 
 /// The UTC date of `at`: `May 5`.
 pub fn date(at: i64) -> String {
-    let (_, month, day) = civil_from_days(at.div_euclid(DAY));
+    let (_, month, day) = crate::time::civil_from_days(at.div_euclid(DAY));
     let month = usize::try_from(month - 1)
         .ok()
         .and_then(|m| MONTHS.get(m))
@@ -501,21 +501,6 @@ fn significant(value: f64) -> String {
         (2.0 + (-magnitude.log10()).ceil()).clamp(0.0, 9.0) as usize
     };
     fixed(value, decimals)
-}
-
-/// The date of a day number since 1970-01-01 (Howard Hinnant's algorithm, as in [`crate::time`]).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let day_of_era = z - era * 146_097;
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let mp = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    (year, month, day)
 }
 
 #[cfg(test)]

@@ -5,8 +5,8 @@
 use leptos::lazy;
 use leptos::prelude::*;
 use leptos_router::components::A;
-use leptos_router::{LazyRoute, lazy_route};
 use leptos_router::hooks::{use_params_map, use_query_map};
+use leptos_router::{LazyRoute, lazy_route};
 use shared::ApiError;
 use shared::auth::Permission;
 use shared::fleet::cards::upsert_card;
