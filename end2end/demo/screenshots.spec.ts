@@ -19,4 +19,11 @@ test('the Overview and a service page, as a guest sees them', async ({ page }) =
   await page.goto('/services/payments');
   await expect(page.getByTestId('deployment-card').first()).toBeVisible();
   await page.screenshot({ path: path.join(docs, 'service.png') });
+  // The Metrics tab over six hours: payments' bad deploy marked where its error ratio jumps, its SLO burning.
+  await page.setViewportSize({ width: 1280, height: 1100 });
+  await page.goto('/services/payments?tab=metrics&env=prod&range=6h');
+  await expect(page.getByTestId('slo').first()).toBeVisible();
+  await expect(page.getByTestId('metric-chart')).toHaveCount(8);
+  await expect(page.getByTestId('deploy-marker').first()).toBeVisible();
+  await page.screenshot({ path: path.join(docs, 'metrics.png') });
 });

@@ -38,7 +38,8 @@ pub const LOG_EVENT: &str = "log";
 
 /// The name of the one SSE message that closes a [`Logs`] stream which ends by itself (a tail without follow,
 /// a gone pod's stored lines). A browser's EventSource reconnects after any close, so without it an end and
-/// a dropped connection look the same, and the tail would be sent again.
+/// a dropped connection look the same, and the tail would be sent again. Its data is the name again: a
+/// browser dispatches no event whose data is empty.
 pub const LOG_END_EVENT: &str = "end";
 
 /// The HTTP methods the API uses.

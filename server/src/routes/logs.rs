@@ -200,10 +200,10 @@ async fn logs(
         futures::stream::iter(lines.into_iter().map(|line| Ok(log_event(&line)))).boxed()
     };
     let stream = if ends {
+        // Not empty: a browser dispatches no event whose data is empty.
+        let end = Event::default().event(LOG_END_EVENT).data(LOG_END_EVENT);
         stream
-            .chain(futures::stream::once(std::future::ready(Ok(
-                Event::default().event(LOG_END_EVENT).data(""),
-            ))))
+            .chain(futures::stream::once(std::future::ready(Ok(end))))
             .boxed()
     } else {
         stream
