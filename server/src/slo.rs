@@ -82,15 +82,6 @@ impl Slos {
             .is_ok_and(|r| r.is_ok())
     }
 
-    /// Waits, at most `limit`, for an evaluation that starts after this call.
-    pub async fn wait_for_next_evaluation(&self, limit: Duration) -> bool {
-        let mut evaluated = self.evaluated.clone();
-        let seen = *evaluated.borrow_and_update();
-        tokio::time::timeout(limit, evaluated.wait_for(|n| *n > seen + 1))
-            .await
-            .is_ok_and(|r| r.is_ok())
-    }
-
     /// The objectives of `service`, by environment and name.
     pub fn of_service(&self, service: &str) -> Vec<SloView> {
         self.read()
@@ -335,13 +326,8 @@ async fn evaluate_all(fleet: &FleetModel, mimir: &Mimir, now: jiff::Timestamp) -
         .await
 }
 
-fn unreadable(
-    service: String,
-    environment: String,
-    name: String,
-    problem: &ResourceError,
-    at: i64,
-) -> SloView {
+/// An objective's view before any figure: what its resource names, evaluated at `at`.
+fn blank(service: String, environment: String, name: String, at: i64) -> SloView {
     SloView {
         service,
         environment,
@@ -357,12 +343,33 @@ fn unreadable(
         burn_rates: Vec::new(),
         alerts: Vec::new(),
         budget_history: Vec::new(),
-        error: Some(ChartError {
-            message: format!("The objective cannot be read: {problem}"),
-            since: jiff::Timestamp::from_second(at)
-                .unwrap_or_default()
-                .to_string(),
-        }),
+        error: None,
+    }
+}
+
+/// Why an objective has no figures, since `at`.
+fn failure(message: String, at: i64) -> ChartError {
+    ChartError {
+        message,
+        since: jiff::Timestamp::from_second(at)
+            .unwrap_or_default()
+            .to_string(),
+    }
+}
+
+fn unreadable(
+    service: String,
+    environment: String,
+    name: String,
+    problem: &ResourceError,
+    at: i64,
+) -> SloView {
+    SloView {
+        error: Some(failure(
+            format!("The objective cannot be read: {problem}"),
+            at,
+        )),
+        ..blank(service, environment, name, at)
     }
 }
 
@@ -435,21 +442,16 @@ async fn evaluate(mimir: &Mimir, objective: &Objective, at: i64) -> SloView {
         futures::future::try_join_all(windows.map(|seconds| counts(mimir, objective, seconds, at)));
     let history = budget_history(mimir, objective, at);
     let mut view = SloView {
-        service: objective.service.clone(),
-        environment: objective.environment.clone(),
-        name: objective.name.clone(),
         description: objective.description.clone(),
         indicator: objective.indicator,
         objective: objective.objective,
         window: objective.window.clone(),
-        evaluated_at: at,
-        counts: None,
-        availability: None,
-        budget_remaining: None,
-        burn_rates: Vec::new(),
-        alerts: Vec::new(),
-        budget_history: Vec::new(),
-        error: None,
+        ..blank(
+            objective.service.clone(),
+            objective.environment.clone(),
+            objective.name.clone(),
+            at,
+        )
     };
     match futures::future::try_join(all, history).await {
         Ok((mut counts, history)) => {
@@ -477,16 +479,14 @@ async fn evaluate(mimir: &Mimir, objective: &Objective, at: i64) -> SloView {
                 error = %crate::error::cause_chain(&error),
                 "SLO evaluation failed"
             );
-            view.error = Some(ChartError {
-                message: if error.is_unreachable() {
+            view.error = Some(failure(
+                if error.is_unreachable() {
                     "The metrics store is unreachable".into()
                 } else {
                     "The metrics store did not answer as expected".into()
                 },
-                since: jiff::Timestamp::from_second(at)
-                    .unwrap_or_default()
-                    .to_string(),
-            });
+                at,
+            ));
         }
     }
     view

@@ -25,7 +25,8 @@ async fn app_with_prometheus(mimir_url: Option<String>) -> TestApp {
     .await
 }
 
-async fn sandbox_with_prometheus() -> sandbox::Sandbox {
+/// A sandbox whose metrics run on a real Prometheus.
+pub async fn sandbox_with_prometheus() -> sandbox::Sandbox {
     assert!(
         sandbox::metrics::Metrics::prometheus_installed(),
         "these tests need a real Prometheus: apt-get install prometheus (`.ci/run` does)"
@@ -35,22 +36,27 @@ async fn sandbox_with_prometheus() -> sandbox::Sandbox {
     sandbox::Sandbox::start_with(options).await.unwrap()
 }
 
-/// A platform without Pyrra objectives, so Tower's only queries are the Metrics tab's: the tests that count
-/// what reaches the metrics store count exactly those.
-async fn app_without_objectives() -> TestApp {
-    use kube::Api;
-    use kube::api::{ApiResource, DeleteParams, DynamicObject};
-
-    let sandbox = sandbox_with_prometheus().await;
-    let client =
-        server::upstream::kube::client_for_url(&sandbox.cluster_url("management"), None).unwrap();
-    let resource = ApiResource {
+/// Pyrra's ServiceLevelObjective, as the management cluster serves it.
+pub fn pyrra_objectives() -> kube::api::ApiResource {
+    kube::api::ApiResource {
         group: "pyrra.dev".into(),
         version: "v1alpha1".into(),
         api_version: "pyrra.dev/v1alpha1".into(),
         kind: "ServiceLevelObjective".into(),
         plural: "servicelevelobjectives".into(),
-    };
+    }
+}
+
+/// A platform without Pyrra objectives, so Tower's only queries are the Metrics tab's: the tests that count
+/// what reaches the metrics store count exactly those.
+async fn app_without_objectives() -> TestApp {
+    use kube::Api;
+    use kube::api::{DeleteParams, DynamicObject};
+
+    let sandbox = sandbox_with_prometheus().await;
+    let client =
+        server::upstream::kube::client_for_url(&sandbox.cluster_url("management"), None).unwrap();
+    let resource = pyrra_objectives();
     let all = Api::<DynamicObject>::all_with(client.clone(), &resource);
     for slo in all.list(&Default::default()).await.unwrap().items {
         let namespace = slo.metadata.namespace.clone().unwrap();

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use kube::Api;
-use kube::api::{ApiResource, DynamicObject};
+use kube::api::DynamicObject;
 use serde_json::Value;
 use shared::api::{ListSloSummaries, ListSlos};
 use shared::fleet::ActivityKind;
@@ -14,13 +14,7 @@ use shared::slo::{BURN_WINDOWS, Indicator, SloSummary, SloView};
 use crate::{TestApp, eventually};
 
 async fn app() -> TestApp {
-    assert!(
-        sandbox::metrics::Metrics::prometheus_installed(),
-        "these tests need a real Prometheus: apt-get install prometheus (`.ci/run` does)"
-    );
-    let mut options = sandbox::Options::new("127.0.0.1:0".parse().unwrap());
-    options.metrics = true;
-    TestApp::start_on(options, |_| {}).await
+    TestApp::start_over(crate::metrics::sandbox_with_prometheus().await, |_| {}).await
 }
 
 /// The objectives as the cluster holds them, by name.
@@ -28,13 +22,7 @@ async fn resources(app: &TestApp) -> Vec<DynamicObject> {
     let client =
         server::upstream::kube::client_for_url(&app.sandbox.cluster_url("management"), None)
             .unwrap();
-    let resource = ApiResource {
-        group: "pyrra.dev".into(),
-        version: "v1alpha1".into(),
-        api_version: "pyrra.dev/v1alpha1".into(),
-        kind: "ServiceLevelObjective".into(),
-        plural: "servicelevelobjectives".into(),
-    };
+    let resource = crate::metrics::pyrra_objectives();
     Api::<DynamicObject>::all_with(client, &resource)
         .list(&Default::default())
         .await
