@@ -178,7 +178,10 @@ impl LiveFleet {
                     items.truncate(ACTIVITY_KEPT);
                 });
             }
-            FleetEvent::ServiceUpserted { .. } | FleetEvent::ServiceRemoved { .. } => {}
+            FleetEvent::ServiceUpserted { .. }
+            | FleetEvent::ServiceRemoved { .. }
+            | FleetEvent::PipelineRunUpdated { .. }
+            | FleetEvent::PipelineRunRemoved { .. } => {}
         }
         let is_snapshot = matches!(delta, FleetEvent::Snapshot { .. });
         let changes_services = matches!(

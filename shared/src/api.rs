@@ -18,6 +18,7 @@ use crate::fleet::{
 };
 use crate::logs::{LogLine, RecentPods};
 use crate::metrics::{MetricsRange, MetricsView};
+use crate::pipelines::{LogChunk, PipelineQuery, PipelineRunDetail, PipelineRunPage, StepLogQuery};
 use crate::session::SessionInfo;
 use crate::slo::{SloSummary, SloView};
 use crate::url::encode_query_value;
@@ -235,6 +236,25 @@ endpoints! {
     /// Every service with objectives, by its worst budget.
     ListSloSummaries: Get "/slos" (), Fleet(Permission::ReadMetrics);
         () => Vec<SloSummary>;
+    /// Every service's pipeline runs, newest first, a page at a time; takes a [`PipelineQuery`].
+    ListPipelineRuns: Get "/pipelines" (), Fleet(Permission::ReadFleet);
+        () => PipelineRunPage;
+    /// One service's pipeline runs, newest first, a page at a time; takes a [`PipelineQuery`] (whose
+    /// `service` the path overrides).
+    ListServicePipelineRuns: Get "/services/{name}/pipelines" (service), Service(Permission::ReadFleet);
+        () => PipelineRunPage;
+    /// One run: its spec, tasks, steps, results and `when` outcomes.
+    GetPipelineRun: Get "/pipelines/{namespace}/{run}" (namespace, run), Fleet(Permission::ReadFleet);
+        () => PipelineRunDetail;
+    /// One step's container log as SSE, a [`crate::pipelines::LogChunk`] per
+    /// [`crate::pipelines::LOG_CHUNK_EVENT`] and [`LOG_END_EVENT`] at the end; takes a [`StepLogQuery`].
+    StepLog: Get "/services/{name}/pipelines/{namespace}/{run}/tasks/{task}/steps/{step}/log"
+        (service, namespace, run, task, step), Service(Permission::ReadLogs);
+        () => LogChunk;
+    /// One step's whole container log as plain text, to download.
+    DownloadStepLog: Get "/services/{name}/pipelines/{namespace}/{run}/tasks/{task}/steps/{step}/log.txt"
+        (service, namespace, run, task, step), Service(Permission::ReadLogs);
+        () => String;
     /// The environments and their clusters' connections.
     ListEnvironments: Get "/environments" (), Fleet(Permission::ReadFleet);
         () => Vec<EnvironmentView>;
@@ -311,6 +331,47 @@ impl GetMetrics {
         let mut query = Query::default();
         query.push("range", range.param());
         format!("{}?{}", Self::url(service, environment), query.0)
+    }
+}
+
+impl ListPipelineRuns {
+    /// One page of the fleet's runs.
+    pub fn with_query(query: &PipelineQuery) -> String {
+        with_query_string(Self::url(), query.to_query())
+    }
+}
+
+impl ListServicePipelineRuns {
+    /// One page of `service`'s runs.
+    pub fn with_query(service: &str, query: &PipelineQuery) -> String {
+        with_query_string(Self::url(service), query.to_query())
+    }
+}
+
+impl StepLog {
+    /// The log stream of `step` of `task` in run `namespace/run` of `service`.
+    pub fn with_query(
+        service: &str,
+        namespace: &str,
+        run: &str,
+        task: &str,
+        step: &str,
+        query: StepLogQuery,
+    ) -> String {
+        format!(
+            "{}?follow={}",
+            Self::url(service, namespace, run, task, step),
+            query.follow
+        )
+    }
+}
+
+/// `url` with `query` appended, if it is not empty.
+fn with_query_string(url: String, query: String) -> String {
+    if query.is_empty() {
+        url
+    } else {
+        format!("{url}?{query}")
     }
 }
 
@@ -477,11 +538,28 @@ mod tests {
             GetMetrics::with_range("payments", "prod", MetricsRange::Week),
             ListSlos::url("payments"),
             ListLogPods::url("payments", "dev"),
+            ListPipelineRuns::with_query(&PipelineQuery::default()),
+            ListServicePipelineRuns::with_query("payments", &PipelineQuery::default()),
+            GetPipelineRun::url("tekton-ci", "payments-build-abc1234"),
+            StepLog::with_query(
+                "payments",
+                "tekton-ci",
+                "r",
+                "test",
+                "unit",
+                StepLogQuery::default(),
+            ),
+            DownloadStepLog::url("payments", "tekton-ci", "r", "test", "unit"),
         ];
         for url in &urls {
             assert!(!url.contains('{'), "{url}");
         }
         assert_eq!(urls[0], "/api/v1/services/pay%20ments");
+        assert_eq!(urls[19], "/api/v1/pipelines");
+        assert_eq!(
+            urls[22],
+            "/api/v1/services/payments/pipelines/tekton-ci/r/tasks/test/steps/unit/log?follow=false"
+        );
         assert_eq!(urls[2], "/api/v1/services/payments/environments/dev/sync");
         assert_eq!(
             urls[16],

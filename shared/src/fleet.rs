@@ -552,6 +552,18 @@ pub enum FleetEvent {
         /// What.
         item: ActivityItem,
     },
+    /// A pipeline run appeared or changed (a task started or finished).
+    PipelineRunUpdated {
+        /// The run as it is now.
+        run: crate::pipelines::PipelineRunSummary,
+    },
+    /// A pipeline run went away (pruned, or dropped from Tower's bounded history).
+    PipelineRunRemoved {
+        /// Its namespace.
+        namespace: String,
+        /// Its name.
+        name: String,
+    },
 }
 
 impl FleetEvent {
@@ -573,6 +585,8 @@ impl FleetEvent {
             card: Option<DeploymentCard>,
             source: Option<SourceStatus>,
             item: Option<ActivityItem>,
+            run: Option<crate::pipelines::PipelineRunSummary>,
+            namespace: Option<String>,
         }
         let e: Envelope = serde_json::from_str(text).ok()?;
         Some(match e.kind.as_str() {
@@ -587,6 +601,11 @@ impl FleetEvent {
             "card_updated" => FleetEvent::CardUpdated { card: e.card? },
             "source_changed" => FleetEvent::SourceChanged { source: e.source? },
             "activity" => FleetEvent::Activity { item: e.item? },
+            "pipeline_run_updated" => FleetEvent::PipelineRunUpdated { run: e.run? },
+            "pipeline_run_removed" => FleetEvent::PipelineRunRemoved {
+                namespace: e.namespace?,
+                name: e.name?,
+            },
             _ => return None,
         })
     }
@@ -616,10 +635,12 @@ impl Fleet {
             FleetEvent::ServiceRemoved { name } => {
                 self.services.remove(&name);
             }
-            // Cards, sources and activity are kept by the pages that show them.
+            // Cards, sources, activity and runs are kept by the pages that show them.
             FleetEvent::CardUpdated { .. }
             | FleetEvent::SourceChanged { .. }
-            | FleetEvent::Activity { .. } => {}
+            | FleetEvent::Activity { .. }
+            | FleetEvent::PipelineRunUpdated { .. }
+            | FleetEvent::PipelineRunRemoved { .. } => {}
         }
     }
 
@@ -757,6 +778,34 @@ mod tests {
                     link: Some("https://forge.test/acme/pull/1".into()),
                 },
             },
+            FleetEvent::PipelineRunUpdated {
+                run: crate::pipelines::PipelineRunSummary {
+                    namespace: "tekton-ci".into(),
+                    name: "payments-build-abc1234".into(),
+                    service: "payments".into(),
+                    pipeline: Some("service-build".into()),
+                    status: crate::pipelines::RunStatus::Running,
+                    reason: Some("Running".into()),
+                    commit: Some("abc1234".into()),
+                    message: Some("Tidy logging".into()),
+                    branch: Some("main".into()),
+                    trigger: "github-push".into(),
+                    author: Some("ada".into()),
+                    created_at: "2026-01-01T00:00:00Z".into(),
+                    started_at: Some("2026-01-01T00:00:01Z".into()),
+                    finished_at: None,
+                    tasks: crate::pipelines::TaskCounts {
+                        total: 6,
+                        succeeded: 1,
+                        running: 1,
+                        ..Default::default()
+                    },
+                },
+            },
+            FleetEvent::PipelineRunRemoved {
+                namespace: "tekton-ci".into(),
+                name: "payments-build-abc1234".into(),
+            },
         ];
         for event in &events {
             match event {
@@ -765,7 +814,9 @@ mod tests {
                 | FleetEvent::ServiceRemoved { .. }
                 | FleetEvent::CardUpdated { .. }
                 | FleetEvent::SourceChanged { .. }
-                | FleetEvent::Activity { .. } => {}
+                | FleetEvent::Activity { .. }
+                | FleetEvent::PipelineRunUpdated { .. }
+                | FleetEvent::PipelineRunRemoved { .. } => {}
             }
         }
         events
@@ -776,7 +827,7 @@ mod tests {
         let events = one_of_each();
         let kinds: std::collections::HashSet<_> =
             events.iter().map(std::mem::discriminant).collect();
-        assert_eq!(kinds.len(), 6, "one sample per variant");
+        assert_eq!(kinds.len(), 8, "one sample per variant");
         for event in events {
             let wire = serde_json::to_string(&event).unwrap_or_default();
             assert_eq!(FleetEvent::decode(&wire), Some(event), "{wire}");

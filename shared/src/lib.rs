@@ -10,6 +10,7 @@ pub mod error;
 pub mod fleet;
 pub mod logs;
 pub mod metrics;
+pub mod pipelines;
 pub mod session;
 pub mod slo;
 pub mod status;
