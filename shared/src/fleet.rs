@@ -220,6 +220,10 @@ pub struct DeploymentCard {
     /// [`EVENTS_SHOWN`].
     #[serde(default)]
     pub events: Vec<EventView>,
+    /// The pipeline run that built the version it runs (or, before a pod runs, the version its Release asks
+    /// for), when Tower has that run in memory: the card links its version to the run page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<crate::pipelines::RunRef>,
 }
 
 impl DeploymentCard {
@@ -489,7 +493,8 @@ pub struct ActivityItem {
     pub kind: ActivityKind,
     /// A sentence.
     pub message: String,
-    /// Where to read more, outside Tower (a pull request's page).
+    /// Where to read more: an absolute URL outside Tower (a pull request's page), or a path inside Tower's
+    /// app starting with `/` (a run page).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link: Option<String>,
 }

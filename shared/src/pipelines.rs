@@ -283,7 +283,7 @@ impl Cursor {
 
     /// Reads [`Cursor::encode`] back.
     pub fn decode(token: &str) -> Result<Self, BadCursor> {
-        if token.len() % 2 != 0 || token.len() > 2048 {
+        if !token.len().is_multiple_of(2) || token.len() > 2048 {
             return Err(BadCursor);
         }
         let bytes = (0..token.len())
@@ -353,6 +353,32 @@ impl PipelineQuery {
         }
         query
     }
+
+    /// Whether `run` passes the filters (the cursor aside): the same test the server's lists apply, so a
+    /// page patched by live events keeps showing only what a reload would.
+    pub fn matches(&self, run: &PipelineRunSummary) -> bool {
+        let given = |value: &Option<String>| value.clone().filter(|v| !v.is_empty());
+        given(&self.service).is_none_or(|service| run.service == service)
+            && given(&self.status).is_none_or(|status| run.status.param() == status)
+            && given(&self.trigger).is_none_or(|trigger| run.trigger == trigger)
+            && given(&self.revision).is_none_or(|revision| {
+                run.branch.as_deref() == Some(revision.as_str())
+                    || (is_commit_prefix(&revision)
+                        && run
+                            .commit
+                            .as_deref()
+                            .is_some_and(|commit| commit.starts_with(&revision)))
+            })
+    }
+}
+
+/// Whether `text` can be an abbreviated commit: 4 to 40 lowercase hex digits (shorter ones would match too
+/// many commits by chance).
+pub fn is_commit_prefix(text: &str) -> bool {
+    (4..=40).contains(&text.len())
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// One page of runs, newest first.
@@ -525,6 +551,10 @@ pub struct PipelineRunDetail {
 pub struct LogChunk {
     /// Lines, each `<RFC 3339 timestamp> <text>` as the kubelet writes them with timestamps on.
     pub lines: Vec<String>,
+    /// A sentence about the log rather than a line of it, for the console to show apart from the lines: the
+    /// step has not started yet, or the log could not be read to its end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// The query of a step's log stream.
@@ -567,7 +597,7 @@ mod tests {
 
     #[test]
     fn newer_runs_sort_first_and_names_break_ties() {
-        let mut keys = vec![
+        let mut keys = [
             key("2026-12-01T10:00:00Z", "b"),
             key("2026-12-01T11:00:00Z", "a"),
             key("2026-12-01T10:00:00Z", "a"),
@@ -586,6 +616,42 @@ mod tests {
             assert_eq!(RunStatus::from_param(status.param()), Some(status));
         }
         assert_eq!(RunStatus::from_param("green"), None);
+    }
+
+    #[test]
+    fn a_run_matches_a_revision_by_branch_or_commit_prefix_and_every_other_filter_exactly() {
+        let run = PipelineRunSummary {
+            namespace: "tekton-ci".into(),
+            name: "payments-build-abc1234".into(),
+            service: "payments".into(),
+            pipeline: None,
+            status: RunStatus::Failed,
+            reason: None,
+            commit: Some("abc1234def".into()),
+            message: None,
+            branch: Some("main".into()),
+            trigger: "github-push".into(),
+            author: None,
+            created_at: "2026-12-01T10:00:00Z".into(),
+            started_at: None,
+            finished_at: None,
+            tasks: TaskCounts::default(),
+        };
+        let query = |f: fn(&mut PipelineQuery)| {
+            let mut q = PipelineQuery::default();
+            f(&mut q);
+            q.matches(&run)
+        };
+        assert!(query(|_| {}));
+        assert!(query(|q| q.revision = Some("main".into())));
+        assert!(query(|q| q.revision = Some("abc12".into())));
+        assert!(!query(|q| q.revision = Some("abc".into())));
+        assert!(!query(|q| q.revision = Some("mai".into())));
+        assert!(query(|q| q.status = Some("failed".into())));
+        assert!(!query(|q| q.status = Some("running".into())));
+        assert!(!query(|q| q.trigger = Some("manual".into())));
+        assert!(!query(|q| q.service = Some("ledger".into())));
+        assert!(query(|q| q.status = Some(String::new())));
     }
 
     #[test]

@@ -137,9 +137,27 @@ pub fn civil_from_days(days: i64) -> (i64, i64, i64) {
     (year, month, day)
 }
 
+/// How long something took, as a reader says it: "45 s", "3 min 12 s", "1 h 4 min". Negative reads as 0 s.
+pub fn duration(seconds: i64) -> String {
+    let seconds = seconds.max(0);
+    match seconds {
+        ..=59 => format!("{seconds} s"),
+        60..=3_599 => format!("{} min {} s", seconds / 60, seconds % 60),
+        _ => format!("{} h {} min", seconds / 3600, (seconds % 3600) / 60),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_read_in_the_two_largest_units() {
+        assert_eq!(duration(-3), "0 s");
+        assert_eq!(duration(45), "45 s");
+        assert_eq!(duration(192), "3 min 12 s");
+        assert_eq!(duration(3_840), "1 h 4 min");
+    }
 
     const NOW: &str = "2024-05-01T10:54:00Z";
 

@@ -171,6 +171,7 @@ mod tests {
             cloud_resources: vec![],
             deployments: vec![],
             events: vec![],
+            build: None,
         }
     }
 
