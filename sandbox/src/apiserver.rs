@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 pub use error::{Result, StoreError};
-pub use logs::{ContainerLines, PodLogSink};
+pub use logs::{ClusterClock, ContainerLines, GeneratedLog, LogGenerator, PodLogSink};
 pub use store::{ClusterStore, Retained};
 
 /// Describes one kind of resource the store can hold.

@@ -159,6 +159,9 @@ pub fn seed_at(clusters: &Clusters, histories: &Histories, base: Timestamp) -> a
         .context("the management cluster is always defined")?;
     apply_all(&management, management_objects(histories, base))
         .context("seeding the management cluster")?;
+    management.set_log_generator(tekton::step_logs::generator(tekton::long_log_run(
+        histories,
+    )));
     for environment in ENVIRONMENTS {
         let cluster = clusters
             .cluster(environment)

@@ -53,6 +53,8 @@ pub struct Options {
     pub speed: f64,
     /// Generate this many extra services (`svc-0001`…) with their objects, for benchmarks.
     pub scale: Option<usize>,
+    /// PipelineRuns (with their TaskRuns) across the generated services in scale mode.
+    pub scale_runs: usize,
     /// Where the world starts (its history ends just before): now when unset. A manual clock always
     /// starts at [`simulator::MANUAL_EPOCH`].
     pub epoch: Option<jiff::Timestamp>,
@@ -83,6 +85,7 @@ impl Options {
             simulate: Simulate::Off,
             speed: 1.0,
             scale: None,
+            scale_runs: scale::PIPELINE_RUNS,
             epoch: None,
             pace: simulator::Pace::default(),
         }
@@ -139,7 +142,8 @@ impl Sandbox {
             .context("seeding the fixtures")?;
         if let Some(count) = options.scale {
             let started = std::time::Instant::now();
-            scale::seed(&clusters, count, base).context("seeding scale mode")?;
+            scale::seed(&clusters, count, options.scale_runs, base)
+                .context("seeding scale mode")?;
             tracing::info!(
                 services = count,
                 elapsed_ms = started.elapsed().as_millis() as u64,

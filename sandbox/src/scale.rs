@@ -1,6 +1,8 @@
 //! Scale mode: `N` generated services (`svc-0001`…) on top of the plan's eight, each with its Component,
-//! Releases, an Application per environment, a Rollout with ReplicaSets and Pods, ExternalSecrets and a
-//! couple of PipelineRuns, so Tower's lists, reflectors and pages can be benchmarked at fleet size.
+//! Releases, an Application per environment, a Rollout with ReplicaSets and Pods, ExternalSecrets and
+//! PipelineRuns with their TaskRuns ([`PIPELINE_RUNS`] across them: the builds of what dev and prod run, and
+//! older runs of pull requests), so Tower's lists, reflectors and pages can be benchmarked at fleet size.
+//! `svc-0001` also has one run of a 300-task pipeline ([`crate::fixtures::tekton::monorepo`]).
 //!
 //! Only the eight plan services have git repositories; generated services' histories are synthetic (commit
 //! ids derived from name and position), and the simulator leaves them as seeded (no logs, no builds) so a
@@ -33,6 +35,17 @@ static COMMITS: [CommitPlan; 3] = [
         migration: None,
     },
 ];
+
+/// PipelineRuns scale mode seeds across its generated services by default (each has at least its two
+/// builds). Tests ask for fewer: with their TaskRuns, 10,000 runs are most of scale mode's seeding time.
+pub const PIPELINE_RUNS: usize = 10_000;
+
+/// PipelineRuns of the `index`-th (0-based) of `count` generated services when `total` are seeded: an even
+/// share, the first few one more so the shares add up, and never fewer than its two builds.
+pub fn runs_of(index: usize, count: usize, total: usize) -> usize {
+    let count = count.max(1);
+    (total / count + usize::from(index < total % count)).max(2)
+}
 
 /// The name of the `index`-th generated service (1-based): `svc-0001`.
 pub fn service_name(index: usize) -> String {
@@ -96,15 +109,19 @@ pub fn histories(plans: &[&ServicePlan]) -> Histories {
     Histories { services }
 }
 
-/// Seeds `count` generated services into the clusters, with timestamps relative to `base`.
-pub fn seed(clusters: &Clusters, count: usize, base: Timestamp) -> anyhow::Result<()> {
+/// Seeds `count` generated services with `runs` PipelineRuns across them into the clusters, with timestamps
+/// relative to `base`.
+pub fn seed(clusters: &Clusters, count: usize, runs: usize, base: Timestamp) -> anyhow::Result<()> {
+    let total_runs = runs;
     let plans = plans(count);
     let histories = histories(&plans);
     let management = clusters
         .cluster("management")
         .context("the management cluster is always defined")?;
-    let mut objects: Vec<Value> = Vec::new();
-    for plan in &plans {
+    for (position, plan) in plans.iter().enumerate() {
+        // One service at a time: its runs are most of scale mode's objects, and holding every one built
+        // besides every one stored would double the seeding's peak memory.
+        let mut objects: Vec<Value> = Vec::new();
         objects.push(fixtures::platform::to_json(&crate::platform::component(
             plan,
         )));
@@ -115,14 +132,48 @@ pub fn seed(clusters: &Clusters, count: usize, base: Timestamp) -> anyhow::Resul
             objects.extend(argocd::application(plan, env, &histories, base));
         }
         // The builds of what runs in dev and prod.
+        let mut runs = 0;
         for index in [plan.prod, plan.dev] {
             if let Some((run, task_runs)) = tekton::pipeline_run(plan, index, &histories, base) {
                 objects.push(run);
                 objects.extend(task_runs);
+                runs += 1;
             }
         }
+        if plan.name == tekton::monorepo::SERVICE
+            && let Some(commit) = histories.commit(plan.name, plan.dev)
+        {
+            let (run, task_runs) = tekton::monorepo::run(plan, commit, base);
+            objects.push(run);
+            objects.extend(task_runs);
+            runs += 1;
+        }
+        // Older runs of pull requests make up the service's share.
+        let scaffolded = histories
+            .commit(plan.name, 0)
+            .map_or(base, |c| fixtures::commit_time(c, base));
+        for n in 0..runs_of(position, count, total_runs).saturating_sub(runs) {
+            let number = (n / 3 + 1) as u32;
+            let branch = format!("feature/change-{number}");
+            let started = fixtures::before(scaffolded, (n as i64 + 1) * 20 * crate::world::MINUTE);
+            let commit = Commit {
+                sha: hex(&[plan.name, &branch, &n.to_string()], 40),
+                message: format!("Change {number}, push {}", n % 3 + 1),
+                author: crate::world::team(plan.team)
+                    .map_or("root", |t| t.members[n % t.members.len()])
+                    .to_string(),
+                time: fixtures::stamp(fixtures::before(started, 45)),
+                // One run in seven fails its tests.
+                green: n % 7 != 3,
+                migrations: Vec::new(),
+            };
+            let (run, task_runs) =
+                tekton::pull_request_run(plan, number, &branch, &commit, started);
+            objects.push(run);
+            objects.extend(task_runs);
+        }
+        fixtures::apply_all(&management, objects).context("seeding the management cluster")?;
     }
-    fixtures::apply_all(&management, objects).context("seeding the management cluster")?;
     for env in ENVIRONMENTS {
         let cluster = clusters
             .cluster(env)

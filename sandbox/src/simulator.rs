@@ -414,6 +414,7 @@ impl Simulator {
             simulator.inner.watch_apps(&mut state);
             state.runs_kept = simulator.inner.seeded_runs();
         }
+        ci::serve_step_logs(&simulator.inner);
         simulator
     }
 

@@ -17,6 +17,8 @@ fn client(sandbox: &Sandbox, cluster: &str) -> kube::Client {
 async fn scale_mode_seeds_fifty_more_services_that_a_kube_client_lists() {
     let mut options = Options::new(SocketAddr::from(([127, 0, 0, 1], 0)));
     options.scale = Some(50);
+    // Each service's two builds only: the run share is checked in `tests/pipelines.rs`.
+    options.scale_runs = 0;
     let sandbox = Sandbox::start_with(options).await.unwrap();
 
     let management = client(&sandbox, "management");
@@ -65,6 +67,8 @@ async fn a_thousand_services_seed_in_seconds() {
     let started = std::time::Instant::now();
     let mut options = Options::new(SocketAddr::from(([127, 0, 0, 1], 0)));
     options.scale = Some(1_000);
+    // Each service's two builds, as before runs had a share of their own.
+    options.scale_runs = 0;
     let sandbox = Sandbox::start_with(options).await.unwrap();
     let elapsed = started.elapsed();
     let pods: usize = ["dev", "prod"]

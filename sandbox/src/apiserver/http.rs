@@ -291,19 +291,17 @@ impl Request<'_> {
                 )
             })?;
         }
-        let (items, current) = store.list_at(ty, selection.namespace.as_deref());
+        let (page, remaining, current) = store.list_page(
+            ty,
+            selection.namespace.as_deref(),
+            token
+                .as_ref()
+                .map(|t| (t.namespace.clone(), t.name.clone())),
+            limit,
+            |o| selection.matches(o),
+        );
         // Later pages keep the first page's version, so a watch started from it misses nothing.
         let resource_version = token.as_ref().map_or(current, |t| t.resource_version);
-        let mut selected = items
-            .into_iter()
-            .filter(|o| selection.matches(o))
-            .filter(|o| {
-                token
-                    .as_ref()
-                    .is_none_or(|t| key_of(o) > (t.namespace.clone(), t.name.clone()))
-            });
-        let page: Vec<Value> = selected.by_ref().take(limit).collect();
-        let remaining = selected.count();
         let mut list_meta = json!({"resourceVersion": resource_version.to_string()});
         if remaining > 0
             && let Some(last) = page.last()

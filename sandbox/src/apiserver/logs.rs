@@ -145,12 +145,34 @@ pub struct ContainerLines {
 /// store (the sandbox's Loki) keeps them; the cluster itself forgets them as a kubelet does.
 pub type PodLogSink = Arc<dyn Fn(&str, &str, Vec<ContainerLines>) + Send + Sync>;
 
+/// A container log computed on demand instead of kept in a ring: CI step logs, which are long, fixed once
+/// written, and cheaper to compute again than to keep.
+pub trait GeneratedLog: Send + Sync {
+    /// Lines written as of `now`: every line once the container has ended.
+    fn written(&self, now: jiff::Timestamp) -> usize;
+    /// Whether the container has ended by `now`, so no line follows those written.
+    fn ended(&self, now: jiff::Timestamp) -> bool;
+    /// Line `index` (0-based) and when it was written; `None` past the last line.
+    fn line(&self, index: usize) -> Option<(jiff::Timestamp, String)>;
+}
+
+/// Computes the log of a container that has no ring from its pod as stored: `(pod, container)`, or `None`
+/// when the source does not generate that container's log.
+pub type LogGenerator = Arc<dyn Fn(&Value, &str) -> Option<Box<dyn GeneratedLog>> + Send + Sync>;
+
+/// The time as a cluster's world sees it: the simulator's clock when one runs.
+pub type ClusterClock = Arc<dyn Fn() -> jiff::Timestamp + Send + Sync>;
+
 /// Every container log of one cluster.
 #[derive(Default)]
 pub(crate) struct Logs {
     containers: Mutex<HashMap<LogKey, ContainerLog>>,
     /// Where a deleted pod's lines go, if anywhere.
     sink: std::sync::OnceLock<PodLogSink>,
+    /// Logs computed on demand for containers without a ring.
+    generator: std::sync::OnceLock<LogGenerator>,
+    /// The clock generated logs are written by; real time until a simulator sets its own.
+    clock: Mutex<Option<ClusterClock>>,
 }
 
 impl Logs {
@@ -181,6 +203,32 @@ impl Logs {
     pub(crate) fn set_sink(&self, sink: PodLogSink) {
         // A second sink is ignored: the sandbox sets one per cluster at startup.
         let _ = self.sink.set(sink);
+    }
+
+    /// Computes logs of containers without a ring with `generator` from now on; the first one set stays.
+    pub(crate) fn set_generator(&self, generator: LogGenerator) {
+        // A second generator is ignored: the sandbox sets one per cluster when seeding.
+        let _ = self.generator.set(generator);
+    }
+
+    /// Reads generated logs by `clock` from now on.
+    pub(crate) fn set_clock(&self, clock: ClusterClock) {
+        *self.clock.lock().unwrap_or_else(PoisonError::into_inner) = Some(clock);
+    }
+
+    /// The time generated logs are read at.
+    fn now(&self) -> jiff::Timestamp {
+        let clock = self
+            .clock
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        clock.map_or_else(jiff::Timestamp::now, |clock| clock())
+    }
+
+    /// Whether a container has a ring (has logged, or was read before).
+    fn has_ring(&self, k: &LogKey) -> bool {
+        self.lock().contains_key(k)
     }
 
     /// Forgets every container log of a deleted pod, handing its lines to the sink first.
@@ -301,10 +349,14 @@ pub(crate) fn respond(
         pod,
         query.container.as_deref(),
     )?;
-    let Some((mut lines, mut live)) = store
-        .logs()
-        .read(key(namespace, pod, &container), query.previous)
-    else {
+    let k = key(namespace, pod, &container);
+    if !store.logs().has_ring(&k)
+        && let Some(generator) = store.logs().generator.get()
+        && let Some(log) = generator(&pod_object, &container)
+    {
+        return generated(store, pod_type, k, log, generator.clone(), query);
+    }
+    let Some((mut lines, mut live)) = store.logs().read(k, query.previous) else {
         return Err(StoreError::BadRequest(format!(
             "previous terminated container \"{container}\" in pod \"{pod}\" not found"
         )));
@@ -346,6 +398,118 @@ pub(crate) fn respond(
         })
     } else {
         Body::from(head)
+    };
+    Ok(([(header::CONTENT_TYPE, "text/plain")], body).into_response())
+}
+
+/// Lines of a generated log sent in one piece of the body: big enough to be cheap, small enough that a
+/// 100,000-line log is never in memory at once.
+const GENERATED_CHUNK: usize = 1_000;
+/// How often a `follow` reader of a generated log looks for new lines (wall time).
+const GENERATED_POLL: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// One generated line as the kubelet writes it: with `timestamps`, RFC 3339 with nanoseconds and a space
+/// first.
+fn render_generated(at: jiff::Timestamp, text: &str, timestamps: bool) -> String {
+    if timestamps {
+        format!("{} {text}\n", at.strftime("%Y-%m-%dT%H:%M:%S.%9fZ"))
+    } else {
+        format!("{text}\n")
+    }
+}
+
+/// Lines `from..to` of a generated log, rendered.
+fn generated_chunk(log: &dyn GeneratedLog, from: usize, to: usize, timestamps: bool) -> Bytes {
+    let mut text = String::new();
+    for index in from..to {
+        if let Some((at, line)) = log.line(index) {
+            text.push_str(&render_generated(at, &line, timestamps));
+        }
+    }
+    Bytes::from(text)
+}
+
+/// The first line of a generated log written at or after `since` (lines are written in time order).
+fn first_since(log: &dyn GeneratedLog, written: usize, since: jiff::Timestamp) -> usize {
+    let (mut low, mut high) = (0, written);
+    while low < high {
+        let middle = low + (high - low) / 2;
+        match log.line(middle) {
+            Some((at, _)) if at < since => low = middle + 1,
+            _ => high = middle,
+        }
+    }
+    low
+}
+
+/// Answers a log request from a generated log: the lines written by the cluster's clock, streamed in
+/// chunks; `follow` polls for more until the container ends or its pod goes.
+fn generated(
+    store: &ClusterStore,
+    pod_type: usize,
+    (namespace, pod, container): LogKey,
+    log: Box<dyn GeneratedLog>,
+    generator: LogGenerator,
+    query: LogQuery,
+) -> Result<Response> {
+    if query.previous {
+        return Err(StoreError::BadRequest(format!(
+            "previous terminated container \"{container}\" in pod \"{pod}\" not found"
+        )));
+    }
+    let now = store.logs().now();
+    let written = log.written(now);
+    let since = match (query.since_time, query.since_seconds) {
+        (Some(time), _) => Some(time),
+        (None, Some(seconds)) => now
+            .checked_sub(jiff::SignedDuration::from_secs(seconds))
+            .ok(),
+        (None, None) => None,
+    };
+    let mut from = since.map_or(0, |since| first_since(log.as_ref(), written, since));
+    if let Some(tail) = query.tail_lines {
+        from = from.max(written.saturating_sub(tail));
+    }
+    let timestamps = query.timestamps;
+    let body = if query.follow {
+        let store = store.clone();
+        Body::from_stream(async_stream::stream! {
+            let mut log = log;
+            let mut sent = from;
+            let mut upto = written;
+            let mut now = now;
+            loop {
+                while sent < upto {
+                    let end = upto.min(sent + GENERATED_CHUNK);
+                    yield Ok::<_, Infallible>(generated_chunk(log.as_ref(), sent, end, timestamps));
+                    sent = end;
+                }
+                if log.ended(now) {
+                    break;
+                }
+                tokio::time::sleep(GENERATED_POLL).await;
+                // The pod changes as its steps run and end; a deleted pod ends the stream, as the kubelet's.
+                let Some(pod_object) = store.get_at(pod_type, Some(&namespace), &pod) else {
+                    break;
+                };
+                let Some(next) = generator(&pod_object, &container) else {
+                    break;
+                };
+                log = next;
+                now = store.logs().now();
+                upto = log.written(now).max(sent);
+            }
+        })
+    } else {
+        let chunks = (from..written).step_by(GENERATED_CHUNK).map(move |start| {
+            Ok::<_, Infallible>(generated_chunk(
+                log.as_ref(),
+                start,
+                written.min(start + GENERATED_CHUNK),
+                timestamps,
+            ))
+        });
+        Body::from_stream(futures::stream::iter(chunks))
     };
     Ok(([(header::CONTENT_TYPE, "text/plain")], body).into_response())
 }

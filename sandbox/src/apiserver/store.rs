@@ -424,6 +424,17 @@ impl ClusterStore {
         self.inner.logs.set_sink(sink);
     }
 
+    /// Computes the log of any container without a ring with `generator` (CI step logs); only the first
+    /// generator set counts.
+    pub fn set_log_generator(&self, generator: super::logs::LogGenerator) {
+        self.inner.logs.set_generator(generator);
+    }
+
+    /// Reads generated logs by `clock` (the simulator's) instead of real time.
+    pub fn set_clock(&self, clock: super::logs::ClusterClock) {
+        self.inner.logs.set_clock(clock);
+    }
+
     /// Moves a container's current log to its `previous` log, as a restart does, and ends `follow` streams.
     pub fn restart_container(&self, namespace: &str, pod: &str, container: &str) {
         self.inner.logs.restart(namespace, pod, container);
@@ -587,6 +598,31 @@ impl ClusterStore {
             .map(|(_, obj)| obj.clone())
             .collect();
         (items, state.resource_version)
+    }
+
+    /// One page of a list: the objects of type `ty` (in `namespace`, or in all) that `selected` accepts, after
+    /// the key `after`, at most `limit` of them; how many more remain; and the current resource version. Only
+    /// the page is cloned: at scale a kind has tens of thousands of objects (TaskRuns), and cloning all of
+    /// them for every page made a paged list take minutes.
+    pub(crate) fn list_page(
+        &self,
+        ty: usize,
+        namespace: Option<&str>,
+        after: Option<Key>,
+        limit: usize,
+        selected: impl Fn(&Value) -> bool,
+    ) -> (Vec<Value>, usize, u64) {
+        use std::ops::Bound;
+        let state = self.lock();
+        let start = after.map_or(Bound::Unbounded, Bound::Excluded);
+        let mut matching = state.objects[ty]
+            .range((start, Bound::Unbounded))
+            .filter(|((ns, _), _)| namespace.is_none_or(|wanted| ns == wanted))
+            .map(|(_, object)| object)
+            .filter(|object| selected(object));
+        let page: Vec<Value> = matching.by_ref().take(limit).cloned().collect();
+        let remaining = matching.count();
+        (page, remaining, state.resource_version)
     }
 
     /// Fails with `410 Expired` when changes after `resource_version` are no longer retained.

@@ -1,6 +1,7 @@
 //! Commits on service repositories and their Tekton builds, task by task; dev following green builds.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use anyhow::Context as _;
 use jiff::Timestamp;
@@ -19,6 +20,19 @@ const VERDICTS_KEPT: usize = 256;
 const RUNS_KEPT: usize = 5;
 /// Where a PipelineRun names its service.
 const COMPONENT_LABEL: &str = "/metadata/labels/platform.tower.dev~1component";
+
+/// Step logs of running builds grow with the simulated clock: the management cluster reads them by it.
+pub(super) fn serve_step_logs(inner: &Arc<Inner>) {
+    let Some(management) = inner.management() else {
+        return;
+    };
+    // Weak, so the cluster does not keep the simulator (which holds the cluster) alive.
+    let weak = Arc::downgrade(inner);
+    management.set_clock(Arc::new(move || {
+        weak.upgrade()
+            .map_or_else(Timestamp::now, |inner| inner.clock.now())
+    }));
+}
 
 /// A build in progress: the commit and the base time its fixture shapes are computed from.
 #[derive(Debug, Clone)]
@@ -173,9 +187,11 @@ impl Inner {
         running["status"] = json!({
             "startTime": stamp(at),
             "conditions": [{"type": "Succeeded", "status": "Unknown", "reason": "Running", "message": format!("Tasks Completed: 0 (Failed: 0, Cancelled 0), Incomplete: {}, Skipped: 0", task_runs.len()), "lastTransitionTime": stamp(at)}],
+            "pipelineSpec": run["status"]["pipelineSpec"],
             "childReferences": [],
         });
         management.apply(running)?;
+        delete_old_pods(&management, service);
         for (index, task_run) in task_runs.iter().enumerate() {
             if let Some(start) = time_at(task_run, "/status/startTime") {
                 state.schedule(
@@ -240,8 +256,12 @@ impl Inner {
             .enumerate()
             .map(|(n, step)| {
                 let mut s = json!({"name": step["name"], "container": step["container"]});
+                // The first step starts when the finished TaskRun says it did, once the pod has initialised.
+                let started = step["terminated"]["startedAt"]
+                    .as_str()
+                    .map_or_else(|| stamp(at), str::to_string);
                 s[if n == 0 { "running" } else { "waiting" }] = if n == 0 {
-                    json!({"startedAt": stamp(at)})
+                    json!({"startedAt": started})
                 } else {
                     json!({"reason": "PodInitializing"})
                 };
@@ -258,7 +278,9 @@ impl Inner {
             "taskSpec": spec,
         });
         let management = self.management().context("no management cluster")?;
+        let pod = tekton::pod(&task_run);
         management.apply(task_run)?;
+        management.apply(pod)?;
         self.update_run_progress(&management, &run, &task_runs, at)?;
         Ok(())
     }
@@ -280,7 +302,9 @@ impl Inner {
             return Ok(());
         };
         let management = self.management().context("no management cluster")?;
+        let pod = tekton::pod(&task_run);
         management.apply(task_run)?;
+        management.apply(pod)?;
         self.update_run_progress(&management, &run, &task_runs, at)?;
         Ok(())
     }
@@ -480,8 +504,48 @@ impl Inner {
         for task_run in doomed_task_runs {
             let _ = management.delete("tekton.dev/v1", "TaskRun", Some(CI_NAMESPACE), &task_run);
         }
+        let doomed_pods = management.pick("v1", "Pod", Some(CI_NAMESPACE), |pod| {
+            let owner = str_at(pod, "/metadata/labels/tekton.dev~1pipelineRun");
+            doomed
+                .iter()
+                .any(|name| name == owner)
+                .then(|| str_at(pod, "/metadata/name").to_string())
+        });
+        for pod in doomed_pods {
+            // Already gone is as good.
+            let _ = management.delete("v1", "Pod", Some(CI_NAMESPACE), &pod);
+        }
         for name in doomed {
             let _ = management.delete("tekton.dev/v1", "PipelineRun", Some(CI_NAMESPACE), &name);
         }
+    }
+}
+
+/// Deletes the TaskRun pods of `service`'s runs older than its newest [`tekton::RUNS_WITH_PODS`], as a
+/// cluster's pod garbage collection leaves only recent builds' pods (their logs go with them).
+fn delete_old_pods(management: &crate::apiserver::ClusterStore, service: &str) {
+    let mut runs = management.pick("tekton.dev/v1", "PipelineRun", Some(CI_NAMESPACE), |run| {
+        (str_at(run, COMPONENT_LABEL) == service).then(|| {
+            (
+                str_at(run, "/metadata/creationTimestamp").to_string(),
+                str_at(run, "/metadata/name").to_string(),
+            )
+        })
+    });
+    // RFC 3339 in UTC sorts as time; names break ties. Newest first.
+    runs.sort_by(|a, b| b.cmp(a));
+    let kept: Vec<String> = runs
+        .into_iter()
+        .take(tekton::RUNS_WITH_PODS)
+        .map(|(_, name)| name)
+        .collect();
+    let doomed = management.pick("v1", "Pod", Some(CI_NAMESPACE), |pod| {
+        let run = str_at(pod, "/metadata/labels/tekton.dev~1pipelineRun");
+        (str_at(pod, COMPONENT_LABEL) == service && !kept.iter().any(|k| k == run))
+            .then(|| str_at(pod, "/metadata/name").to_string())
+    });
+    for pod in doomed {
+        // Already gone is as good.
+        let _ = management.delete("v1", "Pod", Some(CI_NAMESPACE), &pod);
     }
 }
