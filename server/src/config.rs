@@ -7,6 +7,7 @@
 //! message) shows `[REDACTED]` in their place.
 
 mod load;
+mod pipelines;
 
 use std::collections::BTreeSet;
 
@@ -15,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use shared::auth::Permission;
 
 pub use load::{ENV_OVERRIDES, LoadError, load, parse};
+pub use pipelines::{MAX_HISTORY_PER_SERVICE, PipelinesConfig};
 
 /// The whole configuration file (YAML).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -65,6 +67,10 @@ pub struct TowerConfig {
     /// back); absent, the log panel reads running pods only and says logs are live only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loki: Option<LokiConfig>,
+    /// CI's Tekton runs: the cluster and namespace they are read from, the history kept per service, and the
+    /// labels and annotations a run names its commit, branch and trigger with.
+    #[serde(default)]
+    pub pipelines: PipelinesConfig,
 }
 
 /// Where the logs of gone pods are read. Tower expects the streams labelled as a log agent on each cluster
@@ -517,6 +523,10 @@ impl TowerConfig {
         if let Some(loki) = &self.loki {
             errors.extend(loki.validate());
         }
+        errors.extend(
+            self.pipelines
+                .validate(self.clusters.iter().map(|c| c.name.as_str())),
+        );
         for (index, scaffold) in self.scaffolds.iter().enumerate() {
             let key = format!("scaffolds[{index}]");
             if let Err(problem) = shared::delivery::validate_label("name", &scaffold.name) {
@@ -542,6 +552,14 @@ impl TowerConfig {
     /// The management cluster.
     pub fn management(&self) -> Option<&ClusterConfig> {
         self.clusters.iter().find(|c| c.environment.is_none())
+    }
+
+    /// The cluster CI runs on: `pipelines.cluster`, else the management cluster.
+    pub fn pipelines_cluster(&self) -> Option<&ClusterConfig> {
+        match &self.pipelines.cluster {
+            Some(name) => self.clusters.iter().find(|c| &c.name == name),
+            None => self.management(),
+        }
     }
 
     /// The workload clusters, with their environments.
@@ -642,6 +660,7 @@ mod tests {
                 url: "https://loki.example".into(),
                 tenant: Some("acme".into()),
             }),
+            pipelines: PipelinesConfig::default(),
         }
     }
 
@@ -682,6 +701,24 @@ mod tests {
         });
         let keys: Vec<String> = bad.validate().into_iter().map(|e| e.key).collect();
         assert_eq!(keys, ["loki.url", "loki.tenant"]);
+    }
+
+    #[test]
+    fn a_pipelines_cluster_must_be_a_configured_cluster() {
+        let mut bad = config();
+        bad.pipelines.cluster = Some("ci".into());
+        let keys: Vec<String> = bad.validate().into_iter().map(|e| e.key).collect();
+        assert_eq!(keys, ["pipelines.cluster"]);
+        bad.pipelines.cluster = Some("dev".into());
+        assert_eq!(bad.validate(), vec![]);
+        assert_eq!(
+            bad.pipelines_cluster().map(|c| c.name.as_str()),
+            Some("dev")
+        );
+        assert_eq!(
+            config().pipelines_cluster().map(|c| c.name.as_str()),
+            Some("management")
+        );
     }
 
     #[test]

@@ -29,6 +29,10 @@ pub enum Error {
     /// The named thing does not exist: 404.
     #[error("{0} not found")]
     NotFound(String),
+    /// The thing existed but is gone for good (a finished step's pod, and its log with it); the sentence
+    /// says so plainly: 410.
+    #[error("gone: {0}")]
+    Gone(String),
     /// The feature needs an upstream this installation does not configure: 404.
     #[error("{0} is not configured")]
     NotConfigured(&'static str),
@@ -108,6 +112,10 @@ impl Error {
             Error::NotFound(what) => (
                 StatusCode::NOT_FOUND,
                 ApiError::not_found(format!("{what} not found")),
+            ),
+            Error::Gone(what) => (
+                StatusCode::GONE,
+                ApiError::new(ErrorCode::NotFound, what.clone()),
             ),
             Error::NotConfigured(what) => (
                 StatusCode::NOT_FOUND,

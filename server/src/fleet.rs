@@ -113,6 +113,8 @@ struct Inner {
     /// The newest activity last; bounded.
     activity: std::sync::Mutex<VecDeque<ActivityItem>>,
     ready: tokio_watch::Receiver<bool>,
+    /// The pipeline caches, for the cards' build links.
+    pipelines: Option<crate::pipelines::Pipelines>,
 }
 
 /// The fleet as the server knows it, shared by every request.
@@ -123,13 +125,16 @@ pub struct FleetModel {
 
 impl FleetModel {
     /// Starts the model over `stores`: the recompute task runs until the process ends. `dirty` is the receiving
-    /// end of the channel the watches mark services on.
+    /// end of the channel the watches mark services on. `pipelines` link each card to the run that built its
+    /// version, and tell their changes through the model.
+    #[allow(clippy::too_many_arguments)]
     pub fn start(
         stores: Stores,
         labels: crate::config::LabelsConfig,
         sources: Sources,
         code: Option<CodeCache>,
         catalog: catalog::Catalog,
+        pipelines: Option<crate::pipelines::Pipelines>,
         dirty_tx: mpsc::UnboundedSender<Dirty>,
         dirty: mpsc::UnboundedReceiver<Dirty>,
     ) -> Self {
@@ -146,8 +151,12 @@ impl FleetModel {
                 catalog,
                 activity: std::sync::Mutex::default(),
                 ready,
+                pipelines,
             }),
         };
+        if let Some(pipelines) = &model.inner.pipelines {
+            pipelines.attach(model.clone(), dirty_tx.clone());
+        }
         if let Some(code) = &model.inner.code {
             code.set_dirty_sender(dirty_tx.clone());
         }
@@ -194,6 +203,12 @@ impl FleetModel {
     pub fn record(&self, item: ActivityItem) {
         push_activity(&mut self.activity_feed(), item.clone());
         let _ = self.inner.events.send(FleetEvent::Activity { item });
+    }
+
+    /// Sends `event` to every browser on the event stream (a pipeline run that changed).
+    pub fn announce(&self, event: FleetEvent) {
+        // No receivers just means no browser is connected.
+        let _ = self.inner.events.send(event);
     }
 
     fn activity_feed(&self) -> std::sync::MutexGuard<'_, VecDeque<ActivityItem>> {
@@ -596,7 +611,7 @@ impl FleetModel {
             }
             None => (Vec::new(), None),
         };
-        card(CardInputs {
+        let mut card = card(CardInputs {
             service: &name,
             environment,
             release,
@@ -613,7 +628,16 @@ impl FleetModel {
             changes,
             migrations_in_code,
             now: Some(now),
-        })
+        });
+        // The run that built what runs here (or what the Release asks for, before anything runs).
+        card.build = self.inner.pipelines.as_ref().and_then(|pipelines| {
+            let version = card
+                .running_version
+                .as_deref()
+                .or_else(|| card.release.as_ref().map(|r| r.version.as_str()))?;
+            pipelines.build_of(&name, version)
+        });
+        card
     }
 }
 

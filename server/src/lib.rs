@@ -8,6 +8,7 @@ pub mod error;
 pub mod fleet;
 pub mod logs;
 pub mod metrics;
+pub mod pipelines;
 pub mod routes;
 #[cfg(feature = "sandbox")]
 pub mod sandbox_cli;

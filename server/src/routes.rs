@@ -9,6 +9,7 @@ pub mod delivery;
 pub mod fleet;
 pub mod logs;
 pub mod metrics;
+pub mod pipelines;
 pub mod session;
 pub mod slo;
 pub mod spa;
@@ -91,6 +92,7 @@ pub fn api(state: &AppState) -> ApiRoutes {
     let api = logs::routes(api);
     let api = metrics::routes(api);
     let api = slo::routes(api);
+    let api = pipelines::routes(api);
     delivery::routes(api)
 }
 
@@ -166,12 +168,24 @@ async fn guard(
     with_guard_mark(response)
 }
 
-/// The `{name}` (a service) and `{env}` placeholders must be DNS labels.
+/// The `{name}` (a service), `{env}`, `{namespace}`, `{task}` and `{step}` placeholders must be DNS labels,
+/// and `{run}` a DNS name, as Kubernetes and Tekton name them.
 fn labels_in_path(params: &RawPathParams) -> Result<(), shared::delivery::FieldError> {
+    use shared::delivery::{FieldError, validate_label};
     for (key, value) in params {
         match key {
-            "name" => shared::delivery::validate_label("name", value)?,
-            "env" => shared::delivery::validate_label("env", value)?,
+            "name" => validate_label("name", value)?,
+            "env" => validate_label("env", value)?,
+            "namespace" => validate_label("namespace", value)?,
+            "task" => validate_label("task", value)?,
+            "step" => validate_label("step", value)?,
+            "run" if !logs::is_pod_name(value) => {
+                return Err(FieldError::new(
+                    "run",
+                    "A run's name is lowercase letters, digits, '-' and '.', starting and ending with a \
+                     letter or digit.",
+                ));
+            }
             _ => {}
         }
     }

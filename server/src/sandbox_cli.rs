@@ -142,6 +142,8 @@ pub fn tower_config(sandbox: &sandbox::Sandbox, listen: SocketAddr) -> TowerConf
             url: sandbox.loki_url(),
             tenant: Some(sandbox::loki::TENANT.into()),
         }),
+        // Tekton runs on the sandbox's management cluster, labelled and annotated with the defaults.
+        pipelines: crate::config::PipelinesConfig::default(),
     }
 }
 

@@ -18,6 +18,7 @@ use crate::delivery::{Delivery, DeliveryConfig};
 use crate::fleet::catalog::Catalog;
 use crate::fleet::code::CodeCache;
 use crate::fleet::{FleetModel, watch};
+use crate::pipelines::Pipelines;
 use crate::routes::router;
 use crate::shutdown::{GRACE, Shutdown};
 use crate::state::{AppState, write_limiter};
@@ -169,7 +170,21 @@ pub async fn build_state(
         .iter()
         .map(|(environment, _, client)| (environment.clone(), client.clone()))
         .collect();
-    let builds_client = management.clone();
+    // CI's cluster is one of those above: its client is shared, and its watches report to its state.
+    let ci_cluster = config
+        .pipelines_cluster()
+        .context("pipelines.cluster: no such cluster")?
+        .name
+        .clone();
+    let ci_client = if config.pipelines.cluster.is_none() {
+        management.clone()
+    } else {
+        workloads
+            .iter()
+            .find(|(_, cluster, _)| *cluster == ci_cluster)
+            .map(|(_, _, client)| client.clone())
+            .unwrap_or_else(|| management.clone())
+    };
     let (stores, sources, dirty_tx, dirty_rx) = watch::start(watch::Clusters {
         management,
         workloads,
@@ -195,12 +210,19 @@ pub async fn build_state(
             dirty_tx.clone(),
         );
     }
+    let pipelines = Pipelines::start(
+        ci_client,
+        config.pipelines.clone(),
+        config.labels.component.clone(),
+        sources.handle(&ci_cluster),
+    );
     let fleet = FleetModel::start(
         stores,
         config.labels.clone(),
         sources,
         code,
         catalog,
+        Some(pipelines.clone()),
         dirty_tx,
         dirty_rx,
     );
@@ -209,11 +231,7 @@ pub async fn build_state(
     let delivery = match (&github_app, &config.github) {
         (Some(app), Some(github)) => Some(Delivery::new(
             app.clone(),
-            Builds::start(
-                builds_client,
-                config.labels.component.clone(),
-                Some(fleet.clone()),
-            ),
+            Builds::new(pipelines.clone()),
             DeliveryConfig {
                 organisation: config.organisation.clone(),
                 repository: github.gitops_repository.clone(),
@@ -287,6 +305,7 @@ pub async fn build_state(
         workload_clients,
         log_history,
         delivery,
+        pipelines,
     })
 }
 

@@ -42,4 +42,6 @@ pub struct AppState {
     pub metrics: Option<crate::metrics::Metrics>,
     /// Service level objectives, evaluated against Mimir in the background; absent without Mimir.
     pub slos: Option<crate::slo::Slos>,
+    /// CI's Tekton runs in watch caches, and the client of the cluster they run on for their steps' logs.
+    pub pipelines: crate::pipelines::Pipelines,
 }

@@ -5,6 +5,8 @@
 //! - `metrics`: the Metrics tab's answer on the sandbox's real Prometheus, cold (the first viewer of a
 //!   service, environment and range in a step, which costs one query per fixed query) and warm (every
 //!   viewer after, answered from the shared cache).
+//! - `pipelines`: the Pipelines pages' numbers; natively (release), the DAG and layout of a 300-task
+//!   pipeline and the search and wrap index of a 100,000-line log.
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -32,6 +34,28 @@ pub enum Which {
     SandboxMemory(crate::memory::MemoryArgs),
     /// The Metrics tab's answer time, cold and warm cache.
     Metrics(MetricsArgs),
+    /// The Pipelines pages: DAG layout of a 300-task pipeline and search of a 100,000-line log, natively.
+    Pipelines(PipelinesArgs),
+}
+
+/// Options of the Pipelines benchmark.
+#[derive(Debug, Clone, clap::Args)]
+pub struct PipelinesArgs {
+    /// Layouts of a 300-task pipeline timed natively (each of a different pipeline).
+    #[arg(long, default_value_t = 200)]
+    pub layout_runs: usize,
+    /// Searches of the 100,000-line log timed natively, per case.
+    #[arg(long, default_value_t = 50)]
+    pub search_runs: usize,
+    /// Services the sandbox generates for the run-list part (the sandbox spreads 10,000 runs over them).
+    #[arg(long, default_value_t = 500)]
+    pub scale: usize,
+    /// Run-list requests timed against Tower with those runs in its caches.
+    #[arg(long, default_value_t = 2000)]
+    pub list_requests: usize,
+    /// Only the native part (no sandbox, no Tower).
+    #[arg(long)]
+    pub native_only: bool,
 }
 
 /// Options of the Metrics tab benchmark.
@@ -69,6 +93,7 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
         Some(Which::Services(services_args)) => services(services_args),
         Some(Which::SandboxMemory(memory_args)) => crate::memory::sandbox_memory(memory_args),
         Some(Which::Metrics(metrics_args)) => metrics(metrics_args),
+        Some(Which::Pipelines(pipelines_args)) => pipelines(pipelines_args),
     }
 }
 
@@ -259,6 +284,202 @@ fn metrics(args: &MetricsArgs) -> Result<()> {
     Ok(())
 }
 
+/// Every part of the Pipelines benchmark, one after the other.
+fn pipelines(args: &PipelinesArgs) -> Result<()> {
+    pipelines_native(args)?;
+    if args.native_only {
+        return Ok(());
+    }
+    pipelines_server(args)
+}
+
+/// Runs Tower's caches hold before the run lists are timed: the sandbox's `--scale` seeds this many.
+const PIPELINE_RUNS: usize = 10_000;
+
+/// The run lists with [`PIPELINE_RUNS`] runs in Tower's caches: `tower sandbox --scale N` on its own, a
+/// release `tower serve` against it (so Tower's RSS is Tower's alone), then `list_requests` requests over
+/// first pages, filters, services' lists and pages deep behind cursors, each timed by curl
+/// (`time_total`, on a kept-alive connection): p50, p99 and max, and Tower's RSS.
+fn pipelines_server(args: &PipelinesArgs) -> Result<()> {
+    let binary = release_tower()?;
+    let folder = util::repo_root().join("target/bench-pipelines");
+    std::fs::create_dir_all(&folder).context("creating target/bench-pipelines")?;
+    let config = folder.join("tower.sandbox.yaml");
+    let _ = std::fs::remove_file(&config);
+    let mut sandbox = util::command(&binary);
+    sandbox
+        .args(["sandbox", "--no-metrics", "--listen", SANDBOX])
+        .args(["--tower-listen", TOWER, "--scale", &args.scale.to_string()])
+        .arg("--write-config")
+        .arg(&config)
+        .env("TOWER_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
+    util::announce(&sandbox);
+    let _sandbox = Server(sandbox.spawn().context("starting tower sandbox")?);
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while !config.exists() {
+        if Instant::now() > deadline {
+            bail!("tower sandbox wrote no configuration within 300 s");
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+
+    let started = Instant::now();
+    let mut serve = util::command(&binary);
+    serve
+        .arg("serve")
+        .arg("--config")
+        .arg(&config)
+        .args(["--listen", TOWER, "--assets", "dist"])
+        .env("TOWER_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
+    util::announce(&serve);
+    let server = Server(serve.spawn().context("starting tower")?);
+    let cookie = wait_for_guest_session(Duration::from_secs(180))?;
+    let list = format!("http://{TOWER}/api/v1/pipelines");
+    let total = loop {
+        let body = curl(&["-H", &format!("Cookie: {cookie}"), &list]).unwrap_or_default();
+        let total = json_number(&body, "total").unwrap_or(0);
+        if total >= PIPELINE_RUNS {
+            break total;
+        }
+        if started.elapsed() > Duration::from_secs(300) {
+            bail!("only {total} of {PIPELINE_RUNS} runs in Tower's caches after 300 s");
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    println!(
+        "tower lists {total} runs {:.1} s after it started",
+        started.elapsed().as_secs_f64()
+    );
+
+    // What the pages ask: first pages with and without filters, services' lists, and pages behind cursors
+    // (next and previous) deep into the fleet's list.
+    let mut urls = vec![
+        list.clone(),
+        format!("{list}?status=failed"),
+        format!("{list}?status=succeeded"),
+        format!("{list}?status=running"),
+        format!("{list}?trigger=github-pull-request"),
+        format!("{list}?revision=main"),
+        format!("{list}?revision=feature%2Fchange-1"),
+        format!("{list}?service=payments"),
+        format!("{list}?service=svc-0001&status=failed"),
+    ];
+    for n in (1..=args.scale).step_by((args.scale / 50).max(1)) {
+        urls.push(format!(
+            "http://{TOWER}/api/v1/services/svc-{n:04}/pipelines"
+        ));
+    }
+    let mut page = list.clone();
+    for _ in 0..100 {
+        let body = curl(&["-H", &format!("Cookie: {cookie}"), &page])?;
+        if let Some(previous) = json_string(&body, "previous") {
+            urls.push(format!("{list}?cursor={previous}"));
+        }
+        let Some(next) = json_string(&body, "next") else {
+            break;
+        };
+        page = format!("{list}?cursor={next}");
+        urls.push(page.clone());
+    }
+    let failed_page = curl(&["-H", &format!("Cookie: {cookie}"), &urls[1]])?;
+    if let Some(next) = json_string(&failed_page, "next") {
+        urls.push(format!("{list}?status=failed&cursor={next}"));
+    }
+
+    let mut times = Vec::with_capacity(args.list_requests);
+    let requests: Vec<&String> = urls.iter().cycle().take(args.list_requests).collect();
+    for batch in requests.chunks(200) {
+        // One curl for a batch: one connection, kept alive, and curl's own clock per request.
+        let mut config = String::new();
+        for url in batch {
+            config.push_str(&format!("url = \"{url}\"\noutput = \"/dev/null\"\n"));
+        }
+        let batch_file = folder.join("requests.curl");
+        std::fs::write(&batch_file, config).context("writing the request list")?;
+        let output = curl(&[
+            "-H",
+            &format!("Cookie: {cookie}"),
+            "-w",
+            "%{http_code} %{time_total}\n",
+            "--config",
+            &batch_file.to_string_lossy(),
+        ])?;
+        for line in output.lines() {
+            let (code, seconds) = line.split_once(' ').context("curl's timing line")?;
+            if code != "200" {
+                bail!("a run list answered {code}");
+            }
+            times.push(seconds.parse::<f64>().context("curl's time")? * 1000.0);
+        }
+    }
+    let rss = std::fs::read_to_string(format!("/proc/{}/status", server.0.id()))
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .map(|v| v.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".into());
+    println!(
+        "\nGET run lists with {total} runs in the caches ({} requests over {} URLs: first pages, filters, \
+         services, cursors):",
+        times.len(),
+        urls.len()
+    );
+    println!("{:>10} {:>10} {:>10}", "p50", "p99", "max");
+    println!(
+        "{:>8.2}ms {:>8.2}ms {:>8.2}ms",
+        percentile(&mut times, 0.5),
+        percentile(&mut times, 0.99),
+        percentile(&mut times, 1.0)
+    );
+    println!("tower's RSS with those runs: {rss}");
+    Ok(())
+}
+
+/// The number after `"key":` in `json`, read without a JSON parser (the bench has none).
+fn json_number(json: &str, key: &str) -> Option<usize> {
+    let start = json.find(&format!("\"{key}\":"))? + key.len() + 3;
+    let digits: String = json
+        .get(start..)?
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+/// The string after `"key":` in `json`, when it is one (a cursor: hex, nothing to unescape).
+fn json_string(json: &str, key: &str) -> Option<String> {
+    let start = json.find(&format!("\"{key}\":\""))? + key.len() + 4;
+    let rest = json.get(start..)?;
+    Some(rest.get(..rest.find('"')?)?.to_string())
+}
+
+/// The native part of the Pipelines benchmark: `shared`'s `pipelines_bench` example in release, which
+/// prints p50/p99/max of the graph and layout of 300-task pipelines, of a search of a 100,000-line log for a
+/// term on line 90,000, and of that log's wrap index.
+fn pipelines_native(args: &PipelinesArgs) -> Result<()> {
+    println!("\nPipelines, natively (release):");
+    util::run(
+        util::cargo([
+            "run",
+            "--release",
+            "--quiet",
+            "-p",
+            "shared",
+            "--example",
+            "pipelines_bench",
+            "--",
+        ])
+        .args([args.layout_runs.to_string(), args.search_runs.to_string()]),
+    )
+}
+
 /// The `q` quantile (0–1) of `values`, nearest rank.
 fn percentile(values: &mut [f64], q: f64) -> f64 {
     values.sort_by(f64::total_cmp);
@@ -378,6 +599,14 @@ mod tests {
         assert_eq!(percentile(&mut values, 0.5), 3.0);
         assert_eq!(percentile(&mut values, 0.99), 5.0);
         assert_eq!(percentile(&mut values, 0.0), 1.0);
+    }
+
+    #[test]
+    fn cursors_and_totals_are_read_from_a_page() {
+        let page = r#"{"runs":[],"next":"61626364","previous":null,"total":10042,"dropped":0}"#;
+        assert_eq!(json_number(page, "total"), Some(10042));
+        assert_eq!(json_string(page, "next").as_deref(), Some("61626364"));
+        assert_eq!(json_string(page, "previous"), None);
     }
 
     #[test]

@@ -608,6 +608,8 @@ pub fn card(inputs: CardInputs<'_>) -> DeploymentCard {
         cloud_resources,
         deployments,
         events: event_views(&inputs.events),
+        // Filled by the fleet model, which holds the pipeline caches.
+        build: None,
     }
 }
 

@@ -439,7 +439,7 @@ fn by_label<K: Resource>(label: Arc<String>) -> impl Fn(&K) -> Option<String> + 
 }
 
 /// Whether listing failed because the cluster does not serve the kind at all (`404` on the list).
-fn is_kind_not_served(error: &watcher::Error) -> bool {
+pub(crate) fn is_kind_not_served(error: &watcher::Error) -> bool {
     match error {
         watcher::Error::InitialListFailed(kube::Error::Api(status))
         | watcher::Error::WatchStartFailed(kube::Error::Api(status)) => status.is_not_found(),
@@ -527,6 +527,17 @@ impl Sources {
         }
     }
 
+    /// The handle of a registered cluster, for watches started elsewhere (the pipeline caches).
+    pub fn handle(&self, cluster: &str) -> Option<SourceHandle> {
+        self.lock()
+            .clusters
+            .contains_key(cluster)
+            .then(|| SourceHandle {
+                sources: self.clone(),
+                cluster: cluster.to_string(),
+            })
+    }
+
     /// Where changes are announced.
     pub fn set_listener(
         &self,
@@ -602,7 +613,9 @@ impl Sources {
 }
 
 impl SourceHandle {
-    fn add_watch(&self) -> usize {
+    /// Adds a watch to the cluster's roll-up; returns its id for [`SourceHandle::healthy`] and
+    /// [`SourceHandle::failed`].
+    pub(crate) fn add_watch(&self) -> usize {
         let mut inner = self.sources.lock();
         let Some(entry) = inner.clusters.get_mut(&self.cluster) else {
             return usize::MAX;
@@ -635,11 +648,13 @@ impl SourceHandle {
         }
     }
 
-    fn healthy(&self, watch: usize, state: SourceState) {
+    /// Watch `watch` is fine, in `state`.
+    pub(crate) fn healthy(&self, watch: usize, state: SourceState) {
         self.sources.update(&self.cluster, watch, state);
     }
 
-    fn failed(&self, watch: usize, reason: &str) {
+    /// Watch `watch` failed with `reason`: the cluster is unreachable since the first failure.
+    pub(crate) fn failed(&self, watch: usize, reason: &str) {
         // Keep the first failure time while the outage lasts.
         let since = {
             let inner = self.sources.lock();

@@ -200,15 +200,19 @@ async fn logs(
         futures::stream::iter(lines.into_iter().map(|line| Ok(log_event(&line)))).boxed()
     };
     let stream = if ends {
-        // Not empty: a browser dispatches no event whose data is empty.
-        let end = Event::default().event(LOG_END_EVENT).data(LOG_END_EVENT);
         stream
-            .chain(futures::stream::once(std::future::ready(Ok(end))))
+            .chain(futures::stream::once(std::future::ready(Ok(end_event()))))
             .boxed()
     } else {
         stream
     };
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+/// The event closing a log stream that ended by itself ([`LOG_END_EVENT`]).
+pub(crate) fn end_event() -> Event {
+    // Not empty: a browser dispatches no event whose data is empty.
+    Event::default().event(LOG_END_EVENT).data(LOG_END_EVENT)
 }
 
 fn log_event(line: &LogLine) -> Event {

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use server::routes::{api, router_with_api};
 use shared::api::{self as contract, Endpoint, LogQuery, ReleaseQuery, Route};
 use shared::metrics::MetricsRange;
+use shared::pipelines::{PipelineQuery, PipelineRunPage, PipelineRunSummary, StepLogQuery};
 use tower::ServiceExt as _;
 
 use crate::{Role, TestApp, body_text};
@@ -43,7 +44,7 @@ const OPENS: [u16; 5] = [401, 403, 403, 201, 200];
 
 /// The specification of who may call what, written out rather than derived from `Policy`, so a change
 /// to the policy or to a route's declared permission shows up here as a failing cell.
-fn table(pod: &str, container: &str, sha: &str) -> Vec<Row> {
+fn table(pod: &str, container: &str, sha: &str, run: &PipelineRunSummary) -> Vec<Row> {
     let logs = LogQuery {
         pod: pod.into(),
         container: Some(container.into()),
@@ -110,6 +111,50 @@ fn table(pod: &str, container: &str, sha: &str) -> Vec<Row> {
         ),
         row::<ListSlos>(ListSlos::url("payments"), none.clone(), READ),
         row::<ListSloSummaries>(ListSloSummaries::url(), none.clone(), READ),
+        row::<ListPipelineRuns>(
+            ListPipelineRuns::with_query(&PipelineQuery::default()),
+            none.clone(),
+            READ,
+        ),
+        row::<ListServicePipelineRuns>(
+            ListServicePipelineRuns::with_query("payments", &PipelineQuery::default()),
+            none.clone(),
+            READ,
+        ),
+        row::<ListServicePipelineRuns>(
+            ListServicePipelineRuns::url("no-such-service"),
+            none.clone(),
+            [401, 404, 404, 404, 404],
+        ),
+        row::<GetPipelineRun>(
+            GetPipelineRun::url(&run.namespace, &run.name),
+            none.clone(),
+            READ,
+        ),
+        // A run's name is a DNS name; anything else never reaches a lookup.
+        row::<GetPipelineRun>(
+            GetPipelineRun::url(&run.namespace, "Not.A.Run-"),
+            none.clone(),
+            [400; 5],
+        ),
+        // Pipeline logs are owner-only, as deployment logs are.
+        row::<StepLog>(
+            StepLog::with_query(
+                "payments",
+                &run.namespace,
+                &run.name,
+                "test",
+                "unit",
+                StepLogQuery::default(),
+            ),
+            none.clone(),
+            OWNERS,
+        ),
+        row::<DownloadStepLog>(
+            DownloadStepLog::url("payments", &run.namespace, &run.name, "test", "unit"),
+            none.clone(),
+            OWNERS,
+        ),
         row::<ListEnvironments>(ListEnvironments::url(), none.clone(), READ),
         row::<ListActivity>(ListActivity::url(), none.clone(), READ),
         row::<Events>(Events::url(), none.clone(), READ),
@@ -187,7 +232,19 @@ async fn every_route_answers_each_role_exactly_as_the_table_says() {
         .as_str()
         .expect("payments has a release record")
         .to_string();
-    let rows = table(&pod.name, container, &sha);
+    // A finished run of payments whose pods are still there (the newest few keep theirs).
+    let (status, runs) = app
+        .get_json(&contract::ListServicePipelineRuns::url("payments"))
+        .await;
+    assert_eq!(status, 200, "{runs}");
+    let runs: PipelineRunPage = serde_json::from_value(runs).unwrap();
+    let run = runs
+        .runs
+        .iter()
+        .take(sandbox::fixtures::tekton::RUNS_WITH_PODS)
+        .find(|r| r.status.is_finished())
+        .expect("one of payments' newest runs has finished");
+    let rows = table(&pod.name, container, &sha, run);
 
     // Every route served has a row, and every row is a route served: the table cannot fall behind.
     let served: BTreeSet<Route> = api(&app.state).routes().iter().copied().collect();

@@ -1018,18 +1018,14 @@ async fn mock_delivery(
     });
     let (_, key) = sandbox::forge::Forge::demo_app();
     let github = GithubApp::new(&format!("http://{addr}/"), 4242, &key, 42).unwrap();
-    let resource = kube::api::ApiResource {
-        group: "tekton.dev".into(),
-        version: "v1".into(),
-        api_version: "tekton.dev/v1".into(),
-        kind: "PipelineRun".into(),
-        plural: "pipelineruns".into(),
-    };
-    let store = kube::runtime::reflector::store::Writer::<kube::api::DynamicObject>::new(resource)
-        .as_reader();
+    let pipelines = server::pipelines::Pipelines::new(
+        server::config::PipelinesConfig::default(),
+        "platform.tower.dev/component".into(),
+        None,
+    );
     let delivery = Delivery::new(
         github.clone(),
-        Builds::from_store(store, "platform.tower.dev/component".into()),
+        Builds::new(pipelines),
         DeliveryConfig {
             organisation: "acme".into(),
             repository: REPO.into(),

@@ -6,6 +6,7 @@ mod delivery;
 mod fleet;
 mod logs;
 mod metrics;
+mod pipelines;
 mod secrets;
 #[cfg(target_os = "linux")]
 mod signals;
