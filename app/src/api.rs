@@ -14,6 +14,7 @@ use shared::fleet::{
     SyncResponse,
 };
 use shared::metrics::{MetricsRange, MetricsView};
+use shared::pipelines::{PipelineQuery, PipelineRunDetail, PipelineRunPage, StepLogQuery};
 use shared::session::SessionInfo;
 use shared::{ApiError, ErrorCode};
 
@@ -184,6 +185,120 @@ pub fn logs_url(service: &str, environment: &str, query: &LogQuery) -> String {
 /// The pods whose logs can be read: running ones, and gone ones the log store keeps.
 pub async fn list_log_pods(service: &str, environment: &str) -> Result<shared::logs::RecentPods> {
     call::<api::ListLogPods>(&api::ListLogPods::url(service, environment), None).await
+}
+
+/// One page of every service's pipeline runs, newest first.
+pub async fn list_pipeline_runs(query: &PipelineQuery) -> Result<PipelineRunPage> {
+    call::<api::ListPipelineRuns>(&api::ListPipelineRuns::with_query(query), None).await
+}
+
+/// One page of `service`'s pipeline runs, newest first.
+pub async fn list_service_pipeline_runs(
+    service: &str,
+    query: &PipelineQuery,
+) -> Result<PipelineRunPage> {
+    call::<api::ListServicePipelineRuns>(
+        &api::ListServicePipelineRuns::with_query(service, query),
+        None,
+    )
+    .await
+}
+
+/// One pipeline run, whole: spec, tasks, steps, results.
+pub async fn get_pipeline_run(namespace: &str, name: &str) -> Result<PipelineRunDetail> {
+    call::<api::GetPipelineRun>(&api::GetPipelineRun::url(namespace, name), None).await
+}
+
+/// One step of a pipeline run: which service, run, task and step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepRef {
+    /// The service the run builds (whose owners may read its logs).
+    pub service: String,
+    /// The run's namespace.
+    pub namespace: String,
+    /// The run's name.
+    pub run: String,
+    /// The pipeline task.
+    pub task: String,
+    /// The step.
+    pub step: String,
+}
+
+/// Where a step's log streams (`text/event-stream`: a [`shared::pipelines::LogChunk`] per
+/// [`shared::pipelines::LOG_CHUNK_EVENT`], then [`api::LOG_END_EVENT`]).
+pub fn step_log_url(step: &StepRef, follow: bool) -> String {
+    api::StepLog::with_query(
+        &step.service,
+        &step.namespace,
+        &step.run,
+        &step.task,
+        &step.step,
+        StepLogQuery { follow },
+    )
+}
+
+/// Where a step's whole log downloads as plain text.
+pub fn download_step_log_url(step: &StepRef) -> String {
+    api::DownloadStepLog::url(
+        &step.service,
+        &step.namespace,
+        &step.run,
+        &step.task,
+        &step.step,
+    )
+}
+
+/// Why a log stream could not be opened, learned by asking its URL once more as a plain request: an
+/// `EventSource` reports every failure alike.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamRefusal {
+    /// 403: the viewer may not read it.
+    Forbidden(String),
+    /// 410: the log is gone (the pod was deleted and nothing stored it); the server's words.
+    Gone(String),
+    /// Any other answer Tower gave, in words.
+    Refused(String),
+    /// The stream answers now: the earlier failure was the connection's.
+    Available,
+    /// Tower could not be reached.
+    Unreachable(String),
+}
+
+/// Asks `url` (a stream) why it failed, reading only the status and an error body; a stream that answers
+/// is aborted at once.
+pub async fn probe_stream(url: &str) -> StreamRefusal {
+    let controller = web_sys::AbortController::new().ok();
+    let request = Request::get(url)
+        .header("Accept", "application/json")
+        .abort_signal(controller.as_ref().map(|c| c.signal()).as_ref());
+    let response = match request.send().await {
+        Ok(response) => response,
+        Err(error) => return StreamRefusal::Unreachable(unreachable_tower(error).message),
+    };
+    if response.ok() {
+        if let Some(controller) = controller {
+            controller.abort();
+        }
+        return StreamRefusal::Available;
+    }
+    let status = response.status();
+    let text = response.text().await.unwrap_or_default();
+    // Errors come as `ApiError` JSON; a plain-text body is shown as it is.
+    let message = serde_json::from_str::<ApiError>(&text)
+        .map(|error| error.message)
+        .unwrap_or_else(|_| {
+            let text = text.trim();
+            if text.is_empty() {
+                format!("Tower answered {status}.")
+            } else {
+                text.to_string()
+            }
+        });
+    match status {
+        403 => StreamRefusal::Forbidden(message),
+        410 => StreamRefusal::Gone(message),
+        _ => StreamRefusal::Refused(message),
+    }
 }
 
 /// Who is signed in, and the access policy.

@@ -16,6 +16,7 @@ use crate::pages::delivery::releases::{ReleaseDetailRoute, ReleasesRoute};
 use crate::pages::fleet::overview::Overview;
 use crate::pages::fleet::service::ServiceRoute;
 use crate::pages::not_found::NotFound;
+use crate::pages::pipelines::{PipelineRunRoute, PipelinesRoute};
 use crate::pages::session::SignIn;
 use crate::pages::show_errors;
 
@@ -80,6 +81,7 @@ fn Shell() -> impl IntoView {
                 <A href="/create" attr:data-testid="nav-create">"Create"</A>
                 <A href="/releases" attr:data-testid="nav-releases">"Releases"</A>
                 <A href="/prs" attr:data-testid="nav-prs">"PRs"</A>
+                <A href="/pipelines" attr:data-testid="nav-pipelines">"Pipelines"</A>
             </nav>
             <StreamIndicator connected=live.connected />
             <UserMenu />
@@ -94,6 +96,8 @@ fn Shell() -> impl IntoView {
                 <Route path=path!("/releases") view={Lazy::<ReleasesRoute>::new()} />
                 <Route path=path!("/releases/:sha") view={Lazy::<ReleaseDetailRoute>::new()} />
                 <Route path=path!("/prs") view={Lazy::<PullsRoute>::new()} />
+                <Route path=path!("/pipelines") view={Lazy::<PipelinesRoute>::new()} />
+                <Route path=path!("/pipelines/:namespace/:name") view={Lazy::<PipelineRunRoute>::new()} />
             </Routes>
         </main>
     }

@@ -10,11 +10,16 @@ use leptos::task::spawn_local;
 use shared::ApiError;
 use shared::api;
 use shared::fleet::{ActivityItem, DeploymentCard, Fleet, FleetEvent, SourceStatus};
+use shared::pipelines::PipelineRunSummary;
 
 use crate::api as calls;
 
 /// How many streamed activity items the browser keeps (the feed shows the newest 50 anyway).
 const ACTIVITY_KEPT: usize = 50;
+
+/// How many pipeline runs' latest changes the browser keeps: far more than a page shows, so a page fetched a
+/// while ago still finds every change since; the oldest are forgotten first.
+const RUN_UPDATES_KEPT: usize = 1_000;
 
 /// How often ages ("2 min ago") are recomputed.
 const CLOCK_TICK: Duration = Duration::from_secs(15);
@@ -34,6 +39,9 @@ pub struct LiveFleet {
     pub activity: RwSignal<Vec<ActivityItem>>,
     /// The newest version of every card the stream has sent, for pages that show cards to patch theirs.
     pub cards: RwSignal<CardUpdates>,
+    /// The newest change of every pipeline run the stream has sent, for run lists and run pages to patch
+    /// theirs.
+    pub runs: RwSignal<RunUpdates>,
     /// Counts snapshots after the first: each means the stream reconnected and card deltas may have been
     /// missed, so pages holding cards fetch them again.
     pub resyncs: RwSignal<u32>,
@@ -75,6 +83,65 @@ impl CardUpdates {
     }
 }
 
+/// What the stream last said of one pipeline run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunChange {
+    /// It appeared or changed: the run as it is now (boxed: most entries are runs, and a removal is small).
+    Updated(Box<PipelineRunSummary>),
+    /// It went away (pruned, or dropped from Tower's bounded history).
+    Removed,
+}
+
+/// The latest change per pipeline run (by namespace and name), each stamped with the order it arrived in.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunUpdates {
+    seq: u64,
+    latest: BTreeMap<(String, String), (u64, RunChange)>,
+}
+
+impl RunUpdates {
+    /// The stamp of the newest change; a page records it when it starts fetching runs.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Changes that arrived after the stamp `after`, oldest first, as `((namespace, name), change)`.
+    pub fn newer_than(&self, after: u64) -> Vec<(&(String, String), &RunChange)> {
+        let mut changes: Vec<_> = self
+            .latest
+            .iter()
+            .filter(|(_, (seq, _))| *seq > after)
+            .collect();
+        changes.sort_by_key(|(_, (seq, _))| *seq);
+        changes
+            .into_iter()
+            .map(|(key, (_, change))| (key, change))
+            .collect()
+    }
+
+    /// The stamp of the newest change of one run, if the stream sent any.
+    pub fn stamp_of(&self, namespace: &str, name: &str) -> Option<u64> {
+        self.latest
+            .get(&(namespace.to_string(), name.to_string()))
+            .map(|(seq, _)| *seq)
+    }
+
+    fn record(&mut self, namespace: String, name: String, change: RunChange) {
+        self.seq += 1;
+        self.latest.insert((namespace, name), (self.seq, change));
+        if self.latest.len() > RUN_UPDATES_KEPT {
+            let oldest = self
+                .latest
+                .iter()
+                .min_by_key(|(_, (seq, _))| *seq)
+                .map(|(key, _)| key.clone());
+            if let Some(oldest) = oldest {
+                self.latest.remove(&oldest);
+            }
+        }
+    }
+}
+
 /// The browser's clock as RFC 3339.
 pub fn browser_now() -> String {
     js_sys::Date::new_0().to_iso_string().into()
@@ -90,6 +157,7 @@ impl LiveFleet {
             sources: RwSignal::new(Vec::new()),
             activity: RwSignal::new(Vec::new()),
             cards: RwSignal::new(CardUpdates::default()),
+            runs: RwSignal::new(RunUpdates::default()),
             resyncs: RwSignal::new(0),
             now: RwSignal::new(browser_now()),
         };
@@ -178,10 +246,21 @@ impl LiveFleet {
                     items.truncate(ACTIVITY_KEPT);
                 });
             }
-            FleetEvent::ServiceUpserted { .. }
-            | FleetEvent::ServiceRemoved { .. }
-            | FleetEvent::PipelineRunUpdated { .. }
-            | FleetEvent::PipelineRunRemoved { .. } => {}
+            FleetEvent::PipelineRunUpdated { run } => {
+                self.runs.update(|runs| {
+                    runs.record(
+                        run.namespace.clone(),
+                        run.name.clone(),
+                        RunChange::Updated(Box::new(run.clone())),
+                    );
+                });
+            }
+            FleetEvent::PipelineRunRemoved { namespace, name } => {
+                self.runs.update(|runs| {
+                    runs.record(namespace.clone(), name.clone(), RunChange::Removed);
+                });
+            }
+            FleetEvent::ServiceUpserted { .. } | FleetEvent::ServiceRemoved { .. } => {}
         }
         let is_snapshot = matches!(delta, FleetEvent::Snapshot { .. });
         let changes_services = matches!(
@@ -265,6 +344,71 @@ mod tests {
         assert_eq!(versions(&updates, "payments", fetched_at), ["ccc3333"]);
         assert_eq!(versions(&updates, "payments", 0), ["aaa1111", "ccc3333"]);
         assert!(versions(&updates, "refunds", 0).is_empty());
+    }
+
+    fn run(name: &str, status: shared::pipelines::RunStatus) -> PipelineRunSummary {
+        PipelineRunSummary {
+            namespace: "tekton-ci".into(),
+            name: name.into(),
+            service: "payments".into(),
+            pipeline: None,
+            status,
+            reason: None,
+            commit: None,
+            message: None,
+            branch: None,
+            trigger: "manual".into(),
+            author: None,
+            created_at: "2026-12-01T10:00:00Z".into(),
+            started_at: None,
+            finished_at: None,
+            tasks: shared::pipelines::TaskCounts::default(),
+        }
+    }
+
+    #[test]
+    fn a_page_sees_each_run_changed_after_it_fetched_once_in_its_newest_state_in_arrival_order() {
+        use shared::pipelines::RunStatus;
+        let mut updates = RunUpdates::default();
+        updates.record(
+            "tekton-ci".into(),
+            "a".into(),
+            RunChange::Updated(Box::new(run("a", RunStatus::Running))),
+        );
+        let fetched_at = updates.seq();
+        updates.record(
+            "tekton-ci".into(),
+            "b".into(),
+            RunChange::Updated(Box::new(run("b", RunStatus::Running))),
+        );
+        updates.record(
+            "tekton-ci".into(),
+            "a".into(),
+            RunChange::Updated(Box::new(run("a", RunStatus::Succeeded))),
+        );
+        updates.record("tekton-ci".into(), "c".into(), RunChange::Removed);
+        let seen: Vec<_> = updates
+            .newer_than(fetched_at)
+            .into_iter()
+            .map(|((_, name), change)| match change {
+                RunChange::Updated(run) => format!("{name}:{}", run.status.param()),
+                RunChange::Removed => format!("{name}:removed"),
+            })
+            .collect();
+        assert_eq!(seen, ["b:running", "a:succeeded", "c:removed"]);
+        assert_eq!(updates.stamp_of("tekton-ci", "a"), Some(3));
+        assert_eq!(updates.stamp_of("tekton-ci", "z"), None);
+    }
+
+    #[test]
+    fn the_oldest_run_changes_are_forgotten_past_the_bound() {
+        let mut updates = RunUpdates::default();
+        for i in 0..=RUN_UPDATES_KEPT {
+            updates.record("tekton-ci".into(), format!("r{i}"), RunChange::Removed);
+        }
+        assert_eq!(updates.newer_than(0).len(), RUN_UPDATES_KEPT);
+        assert_eq!(updates.stamp_of("tekton-ci", "r0"), None);
+        assert!(updates.stamp_of("tekton-ci", "r1").is_some());
     }
 
     #[test]

@@ -4,6 +4,7 @@ pub mod delivery;
 pub mod fleet;
 pub mod metrics;
 pub mod not_found;
+pub mod pipelines;
 pub mod session;
 pub mod slo;
 

@@ -35,6 +35,24 @@ async function openMoveDialog(page: Page, env: 'dev' | 'prod') {
   await expect(page.getByTestId('move-dialog').getByTestId('preview-files')).toBeVisible({ timeout: 15_000 });
 }
 
+/** The page of the newest failed run with a failing `test` step; with `readable`, one whose log the signed-in
+ * user may read and that still exists. */
+async function failedRunPath(page: Page, readable = false): Promise<string> {
+  let path = '/api/v1/pipelines?status=failed';
+  for (let pages = 0; pages < 10; pages += 1) {
+    const { runs, next } = await (await page.request.get(path)).json();
+    for (const run of runs) {
+      const detail = await (await page.request.get(`/api/v1/pipelines/${run.namespace}/${run.name}`)).json();
+      const failed = detail.tasks.some((t: any) => t.name === 'test' && t.status === 'failed' && t.pod);
+      const log = `/api/v1/services/${run.service}/pipelines/${run.namespace}/${run.name}/tasks/test/steps/unit/log.txt`;
+      if (failed && (!readable || (detail.can_read_logs && (await page.request.get(log)).ok()))) return `/pipelines/${run.namespace}/${run.name}`;
+    }
+    if (!next) break;
+    path = `/api/v1/pipelines?status=failed&cursor=${next}`;
+  }
+  throw new Error('no failed run with its pod');
+}
+
 const CHECKS: Record<string, State[]> = {
   '/': [
     { name: 'loaded, guest', who: 'guest', reach: async (page) => { await page.goto('/'); await visible(page, 'fleet-table'); } },
@@ -107,6 +125,7 @@ const CHECKS: Record<string, State[]> = {
       name: 'metrics tab loading', who: 'guest',
       reach: async (page) => { await hold(page, /\/metrics\?/); await page.goto('/services/payments?tab=metrics&env=prod'); await visible(page, 'service-header'); await expect(page.locator('[aria-label="Loading metrics"]')).toBeVisible({ timeout: 15_000 }); },
     },
+    { name: 'pipelines tab, guest', who: 'guest', reach: async (page) => { await page.goto('/services/payments?tab=pipelines'); await visible(page, 'run-row'); } },
     { name: 'databases tab, guest', who: 'guest', reach: async (page) => { await page.goto('/services/payments?tab=databases'); await visible(page, 'database-row'); } },
     { name: 'databases tab, owner', who: 'ada', reach: async (page) => { await page.goto('/services/payments?tab=databases'); await visible(page, 'database-row'); } },
     { name: 'loading skeleton (fleet)', who: 'guest', reach: async (page) => { await fleetLoading(page, '/services/payments'); } },
@@ -199,6 +218,45 @@ const CHECKS: Record<string, State[]> = {
       },
     },
     { name: 'error: an unknown record', who: 'guest', reach: async (page) => { await page.goto('/releases/0000000deadbeef'); await visible(page, 'error'); } },
+  ],
+  '/pipelines': [
+    { name: 'every run, guest', who: 'guest', reach: async (page) => { await page.goto('/pipelines'); await visible(page, 'run-row'); } },
+    {
+      name: 'filtered to nothing', who: 'guest',
+      reach: async (page) => { await page.goto('/pipelines?status=cancelled&revision=no-such-branch'); await visible(page, 'no-runs'); },
+    },
+    {
+      name: 'loading', who: 'guest',
+      reach: async (page) => { await hold(page, /\/api\/v1\/pipelines(\?|$)/); await page.goto('/pipelines'); await visible(page, 'loading'); },
+    },
+    {
+      name: 'error', who: 'guest',
+      reach: async (page) => { await failWith503(page, /\/api\/v1\/pipelines(\?|$)/); await page.goto('/pipelines'); await visible(page, 'error'); },
+    },
+  ],
+  '/pipelines/:namespace/:name': [
+    {
+      name: 'a failed run with its failed task open, guest (its log owner-only)', who: 'guest',
+      reach: async (page) => {
+        await page.goto(`${await failedRunPath(page)}?task=test&step=unit`);
+        await visible(page, 'task-panel');
+        await visible(page, 'log-forbidden');
+      },
+    },
+    {
+      name: 'the owner searching a step log', who: 'ada',
+      reach: async (page) => {
+        await page.goto(`${await failedRunPath(page, true)}?task=test&step=unit#L2`);
+        await visible(page, 'log-line');
+        await page.getByTestId('log-search').fill('test');
+        await expect(page.getByTestId('log-match-count')).toHaveText(/of/);
+      },
+    },
+    {
+      name: 'loading', who: 'guest',
+      reach: async (page) => { await hold(page, '**/api/v1/pipelines/tekton-ci/*'); await page.goto('/pipelines/tekton-ci/any-run'); await visible(page, 'loading'); },
+    },
+    { name: 'error: no such run', who: 'guest', reach: async (page) => { await page.goto('/pipelines/tekton-ci/no-such-run'); await visible(page, 'error'); } },
   ],
   '/prs': [
     { name: 'the list, guest', who: 'guest', reach: async (page) => { await page.goto('/prs'); await expect(page.locator('[data-testid="pr-row"], [data-testid="no-prs"]').first()).toBeVisible({ timeout: 15_000 }); } },

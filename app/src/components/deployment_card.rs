@@ -122,7 +122,13 @@ fn body(card: &Card, now: &str) -> AnyView {
         <header class="card-head">
             <h2 id=format!("card-{}", card.environment)>{card.environment.clone()}</h2>
             <span class="mono version" data-testid="card-version" title=image.clone()>
-                {version.unwrap_or_else(|| "no version".into())}
+                {match (version, &card.build) {
+                    // The run that built it, when Tower still has it: the version links to its run page.
+                    (Some(version), Some(build)) => view! {
+                        <a href=build.page_path() data-testid="card-build-link" title=format!("The pipeline run that built {version}")>{version.clone()}</a>
+                    }.into_any(),
+                    (version, _) => version.unwrap_or_else(|| "no version".into()).into_any(),
+                }}
             </span>
             {deployed.map(|d| view! { <span class="muted">{d}</span> })}
             {auto_deploy(card)}

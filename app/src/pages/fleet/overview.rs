@@ -530,8 +530,13 @@ fn ActivityRow(item: ActivityItem) -> impl IntoView {
     let service =
         (!item.service.is_empty()).then(|| view! { <a href=href>{item.service.clone()}</a> });
     let message = match item.link.clone() {
+        // A path inside Tower (a run page) opens here; anything else is another site's page.
+        Some(link) if link.starts_with('/') && !link.starts_with("//") => view! {
+            <a href=link data-testid="activity-link">{item.message.clone()}</a>
+        }
+        .into_any(),
         Some(link) => view! {
-            <a href=link target="_blank" rel="noopener noreferrer">{item.message.clone()}</a>
+            <a href=link target="_blank" rel="noopener noreferrer" data-testid="activity-link">{item.message.clone()}</a>
         }
         .into_any(),
         None => item.message.clone().into_any(),

@@ -1,5 +1,6 @@
 //! The service page (`/services/:name`): a header from the Component, an environment picker (`?env=`) and
-//! tabs (`?tab=`): Deployments (one live card per environment), Metrics, Dependencies and Databases. Tabs
+//! tabs (`?tab=`): Deployments (one live card per environment), Metrics, Pipelines, Dependencies and
+//! Databases. Tabs
 //! load only when opened; the URL holds the tab and the environment (and the Metrics tab's `?range=`).
 
 use leptos::lazy;
@@ -21,6 +22,7 @@ use crate::components::log_panel::LogPanel;
 use crate::components::status::{drift_chip, health_chip, permission_reason, sync_chip, tone_chip};
 use crate::live::{LiveFleet, fetched};
 use crate::pages::metrics::MetricsTab;
+use crate::pages::pipelines::PipelinesTab;
 use crate::pages::{show_error, show_errors};
 
 /// The tabs, by their `?tab=` value.
@@ -28,14 +30,16 @@ use crate::pages::{show_error, show_errors};
 enum Tab {
     Deployments,
     Metrics,
+    Pipelines,
     Dependencies,
     Databases,
 }
 
 impl Tab {
-    const ALL: [Tab; 4] = [
+    const ALL: [Tab; 5] = [
         Tab::Deployments,
         Tab::Metrics,
+        Tab::Pipelines,
         Tab::Dependencies,
         Tab::Databases,
     ];
@@ -43,6 +47,7 @@ impl Tab {
     fn parse(value: Option<&str>) -> Self {
         match value {
             Some("metrics") => Tab::Metrics,
+            Some("pipelines") => Tab::Pipelines,
             Some("dependencies") => Tab::Dependencies,
             Some("databases") => Tab::Databases,
             _ => Tab::Deployments,
@@ -54,6 +59,7 @@ impl Tab {
         match self {
             Tab::Deployments => None,
             Tab::Metrics => Some("metrics"),
+            Tab::Pipelines => Some("pipelines"),
             Tab::Dependencies => Some("dependencies"),
             Tab::Databases => Some("databases"),
         }
@@ -63,6 +69,7 @@ impl Tab {
         match self {
             Tab::Deployments => "Deployments",
             Tab::Metrics => "Metrics",
+            Tab::Pipelines => "Pipelines",
             Tab::Dependencies => "Dependencies",
             Tab::Databases => "Databases",
         }
@@ -146,6 +153,7 @@ pub fn ServicePage() -> impl IntoView {
                             {move || match tab.get() {
                                 Tab::Deployments => view! { <DeploymentsTab name env owner /> }.into_any(),
                                 Tab::Metrics => view! { <MetricsTab name env /> }.into_any(),
+                                Tab::Pipelines => view! { <PipelinesTab name /> }.into_any(),
                                 Tab::Dependencies => view! { <DependencyGraph focus=name.into() /> }.into_any(),
                                 Tab::Databases => view! { <DatabasesTab name env owner /> }.into_any(),
                             }}
