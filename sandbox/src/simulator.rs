@@ -190,17 +190,14 @@ fn whole(at: Timestamp) -> Timestamp {
     Timestamp::from_second(at.as_second()).unwrap_or(at)
 }
 
-/// SplitMix64: small, fast, and the same sequence for the same seed on every platform.
+/// The simulator's randomness: [`shared::random::SplitMix64`], the same sequence for the same seed on every
+/// platform.
 #[derive(Debug, Clone)]
-struct Rng(u64);
+struct Rng(shared::random::SplitMix64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// A number in `low..high` (`low` when the range is empty).
@@ -208,13 +205,13 @@ impl Rng {
         if high <= low {
             low
         } else {
-            low + self.next() % (high - low)
+            low + self.0.below(high - low)
         }
     }
 
     /// True with probability `percent`/100.
     fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
+        self.0.below(100) < percent
     }
 }
 
@@ -383,7 +380,7 @@ impl Simulator {
         let mut state = State {
             queue: BTreeMap::new(),
             sequence: 0,
-            rng: Rng(seed),
+            rng: Rng(shared::random::SplitMix64::new(seed)),
             merges,
             apps: None,
             syncing: BTreeSet::new(),

@@ -11,6 +11,7 @@ pub mod fleet;
 pub mod logs;
 pub mod metrics;
 pub mod pipelines;
+pub mod random;
 pub mod session;
 pub mod slo;
 pub mod status;

@@ -361,15 +361,19 @@ impl PipelineQuery {
         given(&self.service).is_none_or(|service| run.service == service)
             && given(&self.status).is_none_or(|status| run.status.param() == status)
             && given(&self.trigger).is_none_or(|trigger| run.trigger == trigger)
-            && given(&self.revision).is_none_or(|revision| {
-                run.branch.as_deref() == Some(revision.as_str())
-                    || (is_commit_prefix(&revision)
-                        && run
-                            .commit
-                            .as_deref()
-                            .is_some_and(|commit| commit.starts_with(&revision)))
-            })
+            && given(&self.revision).is_none_or(|revision| revision_matches(&revision, run))
     }
+}
+
+/// Whether `revision` names `run`'s branch exactly, or is a commit prefix ([`is_commit_prefix`]) of its
+/// commit: the `revision` filter, as the server's list and the browser's live rows both apply it.
+pub fn revision_matches(revision: &str, run: &PipelineRunSummary) -> bool {
+    run.branch.as_deref() == Some(revision)
+        || (is_commit_prefix(revision)
+            && run
+                .commit
+                .as_deref()
+                .is_some_and(|commit| commit.starts_with(revision)))
 }
 
 /// Whether `text` can be an abbreviated commit: 4 to 40 lowercase hex digits (shorter ones would match too

@@ -89,27 +89,10 @@ impl Filter {
         {
             return false;
         }
-        if let Some(revision) = &self.revision {
-            let branch = run.branch.as_deref() == Some(revision.as_str());
-            let commit = is_commit_prefix(revision)
-                && run
-                    .commit
-                    .as_deref()
-                    .is_some_and(|c| c.starts_with(revision.as_str()));
-            if !branch && !commit {
-                return false;
-            }
-        }
-        true
+        self.revision
+            .as_deref()
+            .is_none_or(|revision| shared::pipelines::revision_matches(revision, run))
     }
-}
-
-/// Whether `text` can be an abbreviated commit: 4 to 40 lowercase hex digits.
-pub fn is_commit_prefix(text: &str) -> bool {
-    (4..=40).contains(&text.len())
-        && text
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// Whether a run of `branch` counts as a build of main: no branch annotation, or `main`.

@@ -589,7 +589,7 @@ fn closest_in_order(row: &[usize], wanted: &[f64], height: &dyn Fn(usize) -> f64
 /// guards (a few reading results), and the run part-way through. For benchmarks and tests of the DAG and
 /// its layout, natively and in the browser.
 pub fn synthetic_pipeline(tasks: usize, seed: u64) -> PipelineRunDetail {
-    let mut rng = SplitMix(seed);
+    let mut rng = SplitMix(crate::random::SplitMix64::new(seed));
     let finally_count = if tasks >= 3 {
         2
     } else {
@@ -772,24 +772,13 @@ pub fn synthetic_pipeline(tasks: usize, seed: u64) -> PipelineRunDetail {
     }
 }
 
-/// A small, fast, deterministic generator (SplitMix64).
-struct SplitMix(u64);
+/// [`crate::random::SplitMix64`] drawing indexes.
+struct SplitMix(crate::random::SplitMix64);
 
 impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A number in `0..bound` (0 when `bound` is 0).
+    /// An index in `0..bound` (0 when `bound` is 0).
     fn below(&mut self, bound: usize) -> usize {
-        if bound == 0 {
-            return 0;
-        }
-        (self.next() % bound as u64) as usize
+        self.0.below(bound as u64) as usize
     }
 }
 
