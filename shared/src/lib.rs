@@ -5,6 +5,7 @@
 
 pub mod api;
 pub mod auth;
+pub mod config;
 pub mod delivery;
 pub mod error;
 pub mod fleet;

@@ -1,0 +1,693 @@
+//! Config: a service's platform resources as git intent beside the live objects, the drift between them, and
+//! the check a `platform/` file goes through: in the browser as the owner types, and on the server again
+//! before a pull request is opened.
+//!
+//! The check is [`validate`]: YAML syntax ([`yaml`]), the CRD's OpenAPI v3 schema ([`schema`]), then Tower's
+//! own rules, the ones the golden paths' forms enforce (names are DNS labels, the file's environment is its
+//! folder's, a Release's version is a green build with image and chart pinned to it, bound databases exist).
+//! Every diagnostic carries a line and a column, and a field when one is to blame.
+
+pub mod schema;
+pub mod yaml;
+
+use serde::{Deserialize, Serialize};
+
+use crate::delivery::{NO_BUILD_YET, is_writable_path, validate_build_id, validate_label};
+use crate::fleet::CommitView;
+use yaml::{Node, Value};
+
+pub use yaml::Position;
+
+/// One thing wrong with a file: where, which field, and what to change.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Diagnostic {
+    /// The line, from 1.
+    pub line: u32,
+    /// The column, from 1.
+    pub column: u32,
+    /// The field to blame (`spec.databases[0].database`); empty for a syntax error.
+    pub field: String,
+    /// What to change, in a sentence.
+    pub message: String,
+}
+
+impl Diagnostic {
+    /// A diagnostic at `at` on `field`.
+    pub fn new(at: Position, field: &str, message: impl Into<String>) -> Self {
+        Diagnostic {
+            line: at.line.max(1),
+            column: at.column.max(1),
+            field: field.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "line {}, column {}: {}",
+            self.line, self.column, self.message
+        )
+    }
+}
+
+/// The platform kinds Tower writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum PlatformKind {
+    /// `platform/registry/<svc>.yaml`.
+    Component,
+    /// `platform/environments/<env>/<svc>-release.yaml`.
+    Release,
+    /// `platform/environments/<env>/<db>-database.yaml`.
+    Database,
+    /// `platform/environments/<env>/<db>-schema.yaml`.
+    DatabaseSchema,
+}
+
+impl PlatformKind {
+    /// The `kind:` of its resources.
+    pub fn name(self) -> &'static str {
+        match self {
+            PlatformKind::Component => "Component",
+            PlatformKind::Release => "Release",
+            PlatformKind::Database => "Database",
+            PlatformKind::DatabaseSchema => "DatabaseSchema",
+        }
+    }
+}
+
+/// What a `platform/` path holds, read from the path alone.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlatformPath {
+    /// The kind its file must hold.
+    pub kind: PlatformKind,
+    /// The service (Component, Release) or database (Database, DatabaseSchema) it is named after.
+    pub name: String,
+    /// Its environment folder, except for a Component.
+    pub environment: Option<String>,
+}
+
+/// Reads a `platform/` path: `platform/registry/<svc>.yaml` or `platform/environments/<env>/<name>-<kind>.yaml`
+/// with DNS-label names. Anything else is not a file Tower edits.
+pub fn parse_platform_path(path: &str) -> Option<PlatformPath> {
+    if !is_writable_path(path) {
+        return None;
+    }
+    let parts: Vec<&str> = path.split('/').collect();
+    let label = |s: &str| validate_label("path", s).is_ok();
+    match parts.as_slice() {
+        ["platform", "registry", file] => {
+            let name = file.strip_suffix(".yaml")?;
+            label(name).then(|| PlatformPath {
+                kind: PlatformKind::Component,
+                name: name.to_string(),
+                environment: None,
+            })
+        }
+        ["platform", "environments", environment, file] if label(environment) => {
+            let stem = file.strip_suffix(".yaml")?;
+            let (name, kind) = [
+                ("-release", PlatformKind::Release),
+                ("-database", PlatformKind::Database),
+                ("-schema", PlatformKind::DatabaseSchema),
+            ]
+            .into_iter()
+            .find_map(|(suffix, kind)| stem.strip_suffix(suffix).map(|name| (name, kind)))?;
+            label(name).then(|| PlatformPath {
+                kind,
+                name: name.to_string(),
+                environment: Some((*environment).to_string()),
+            })
+        }
+        _ => None,
+    }
+}
+
+/// What Tower's own rules need beyond the file. A list that is `None` is not known (then its rule is
+/// skipped, never failed).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuleContext {
+    /// The service whose Config tab the file is edited from.
+    pub service: String,
+    /// The platform's environments.
+    pub environments: Vec<String>,
+    /// The service's green builds (their commit ids).
+    pub green_builds: Option<Vec<String>>,
+    /// The databases that exist, per environment.
+    pub databases: Option<Vec<DatabaseRef>>,
+}
+
+/// A database in an environment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DatabaseRef {
+    /// The environment.
+    pub environment: String,
+    /// The Database's name.
+    pub name: String,
+}
+
+/// The fields of `metadata` a file in git may carry; the rest are the cluster's.
+const METADATA_FIELDS: [&str; 4] = ["name", "namespace", "labels", "annotations"];
+
+/// Everything wrong with `text` as the file at `path`, in line order; empty when it may be proposed.
+pub fn validate(path: &str, text: &str, context: &RuleContext) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    let Some(target) = parse_platform_path(path) else {
+        out.push(Diagnostic::new(
+            Position::START,
+            "path",
+            format!("`{path}` is not a platform file Tower edits."),
+        ));
+        return out;
+    };
+    let root = match yaml::parse(text) {
+        Ok(Some(root)) => root,
+        Ok(None) => {
+            out.push(Diagnostic::new(
+                Position::START,
+                "",
+                format!(
+                    "The file is empty; it should hold a {}.",
+                    target.kind.name()
+                ),
+            ));
+            return out;
+        }
+        Err(error) => {
+            out.push(Diagnostic::new(error.at, "", error.message));
+            return out;
+        }
+    };
+    let Value::Mapping(entries) = &root.value else {
+        out.push(Diagnostic::new(
+            root.at,
+            "",
+            format!(
+                "A {} is a mapping (`key: value` lines), not {}.",
+                target.kind.name(),
+                root.describe()
+            ),
+        ));
+        return out;
+    };
+    check_header(&root, &target, &mut out);
+    if let Some(resource) = schema::schema_of(target.kind.name()) {
+        for entry in entries {
+            match entry.key.as_str() {
+                "apiVersion" | "kind" | "metadata" => {}
+                "status" => out.push(Diagnostic::new(
+                    entry.key_at,
+                    "status",
+                    "`status` is written by the platform's operators; a file in git carries none.",
+                )),
+                key => match resource.schema.property(key) {
+                    Some(child) => schema::check(&entry.value, entry.key_at, key, child, &mut out),
+                    None => out.push(Diagnostic::new(
+                        entry.key_at,
+                        key,
+                        format!(
+                            "Unknown field `{key}`: a {} has apiVersion, kind, metadata and spec.",
+                            target.kind.name()
+                        ),
+                    )),
+                },
+            }
+        }
+        for required in &resource.schema.required {
+            if root.entry(required).is_none() {
+                out.push(Diagnostic::new(
+                    Position::START,
+                    required,
+                    format!("`{required}` is required and missing."),
+                ));
+            }
+        }
+    }
+    check_rules(&root, &target, context, &mut out);
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// `apiVersion`, `kind` and `metadata`: what every platform resource carries and the CRD schema leaves out.
+fn check_header(root: &Node, target: &PlatformPath, out: &mut Vec<Diagnostic>) {
+    let kind = target.kind.name();
+    match root.entry("apiVersion") {
+        None => out.push(Diagnostic::new(
+            Position::START,
+            "apiVersion",
+            format!("`apiVersion` is required: {}.", schema::API_VERSION),
+        )),
+        Some(entry) if entry.value.as_str() != Some(schema::API_VERSION) => {
+            out.push(Diagnostic::new(
+                entry.value.at,
+                "apiVersion",
+                format!(
+                    "`apiVersion` must be {}, not {}.",
+                    schema::API_VERSION,
+                    entry.value.describe()
+                ),
+            ))
+        }
+        Some(_) => {}
+    }
+    match root.entry("kind") {
+        None => out.push(Diagnostic::new(
+            Position::START,
+            "kind",
+            format!("`kind` is required: this file holds a {kind}."),
+        )),
+        Some(entry) if entry.value.as_str() != Some(kind) => out.push(Diagnostic::new(
+            entry.value.at,
+            "kind",
+            format!(
+                "This file holds a {kind} (its path says so), not {}.",
+                entry.value.describe()
+            ),
+        )),
+        Some(_) => {}
+    }
+    let Some(metadata) = root.entry("metadata") else {
+        out.push(Diagnostic::new(
+            Position::START,
+            "metadata.name",
+            "`metadata.name` is required and missing.",
+        ));
+        return;
+    };
+    let Value::Mapping(fields) = &metadata.value.value else {
+        out.push(Diagnostic::new(
+            metadata.value.at,
+            "metadata",
+            format!(
+                "`metadata` should be a mapping, not {}.",
+                metadata.value.describe()
+            ),
+        ));
+        return;
+    };
+    for field in fields {
+        let path = schema::join("metadata", &field.key);
+        match field.key.as_str() {
+            "name" | "namespace" => label_at(&field.value, &path, out),
+            "labels" | "annotations" => string_map(&field.value, &path, out),
+            other => out.push(Diagnostic::new(
+                field.key_at,
+                &path,
+                format!(
+                    "`metadata.{other}` is set by the cluster or not used here; a file in git carries {}.",
+                    METADATA_FIELDS.join(", ")
+                ),
+            )),
+        }
+    }
+    if metadata.value.entry("name").is_none() {
+        out.push(Diagnostic::new(
+            metadata.key_at,
+            "metadata.name",
+            "`metadata.name` is required and missing.",
+        ));
+    }
+}
+
+/// A DNS label at `node`, reported as `field`.
+fn label_at(node: &Node, field: &str, out: &mut Vec<Diagnostic>) {
+    match node.as_str() {
+        Some(value) => {
+            if let Err(error) = validate_label("name", value) {
+                out.push(Diagnostic::new(
+                    node.at,
+                    field,
+                    format!("`{field}`: {}", error.message),
+                ));
+            }
+        }
+        None => out.push(Diagnostic::new(
+            node.at,
+            field,
+            format!("`{field}` should be a string, not {}.", node.describe()),
+        )),
+    }
+}
+
+/// Labels and annotations: a mapping of strings to strings.
+fn string_map(node: &Node, field: &str, out: &mut Vec<Diagnostic>) {
+    let Value::Mapping(entries) = &node.value else {
+        out.push(Diagnostic::new(
+            node.at,
+            field,
+            format!(
+                "`{field}` should be a mapping of strings, not {}.",
+                node.describe()
+            ),
+        ));
+        return;
+    };
+    for entry in entries {
+        if entry.value.as_str().is_none() {
+            let path = format!("{field}.{}", entry.key);
+            out.push(Diagnostic::new(
+                entry.value.at,
+                &path,
+                format!(
+                    "`{path}` should be a string, not {}. Quote it.",
+                    entry.value.describe()
+                ),
+            ));
+        }
+    }
+}
+
+/// The golden paths' rules, by kind. Each looks only at fields of the right type (the schema reports the
+/// others), so one mistake is reported once.
+fn check_rules(
+    root: &Node,
+    target: &PlatformPath,
+    context: &RuleContext,
+    out: &mut Vec<Diagnostic>,
+) {
+    let Some(spec) = root.get("spec") else {
+        return;
+    };
+    if let (Some(environment), Some((written, at))) =
+        (target.environment.as_deref(), text_at(spec, "environment"))
+    {
+        if written != environment {
+            out.push(Diagnostic::new(
+                at,
+                "spec.environment",
+                format!(
+                    "`spec.environment` says {written}, but the file is in platform/environments/{environment}/."
+                ),
+            ));
+        } else if !context.environments.is_empty()
+            && !context.environments.iter().any(|e| e == written)
+        {
+            out.push(Diagnostic::new(
+                at,
+                "spec.environment",
+                format!(
+                    "Unknown environment {written}; the platform has {}.",
+                    context.environments.join(", ")
+                ),
+            ));
+        }
+    }
+    match target.kind {
+        PlatformKind::Component => {
+            if let Some((owner, at)) = text_at(spec, "owner")
+                && let Err(error) = validate_label("owner", owner)
+            {
+                out.push(Diagnostic::new(
+                    at,
+                    "spec.owner",
+                    format!("`spec.owner`: {}", error.message),
+                ));
+            }
+            for (i, dependency) in sequence(spec, "dependsOn").enumerate() {
+                if let Some(name) = dependency.as_str()
+                    && let Err(error) = validate_label("dependsOn", name)
+                {
+                    let field = format!("spec.dependsOn[{i}]");
+                    out.push(Diagnostic::new(
+                        dependency.at,
+                        &field,
+                        format!("`{field}`: {}", error.message),
+                    ));
+                }
+            }
+        }
+        PlatformKind::Release => release_rules(spec, target, context, out),
+        PlatformKind::Database => {
+            if let Some((name, at)) = text_at(spec, "name")
+                && name != target.name
+            {
+                out.push(Diagnostic::new(
+                    at,
+                    "spec.name",
+                    format!(
+                        "`spec.name` says {name}, but the file is {}'s.",
+                        target.name
+                    ),
+                ));
+            }
+        }
+        PlatformKind::DatabaseSchema => {
+            if let Some((database, at)) = text_at(spec, "database")
+                && database != target.name
+            {
+                out.push(Diagnostic::new(
+                    at,
+                    "spec.database",
+                    format!(
+                        "`spec.database` says {database}, but the file is {}'s.",
+                        target.name
+                    ),
+                ));
+            }
+        }
+    }
+}
+
+/// The string at `key` of `node`, and where it is.
+fn text_at<'a>(node: &'a Node, key: &str) -> Option<(&'a str, Position)> {
+    node.get(key).and_then(|n| n.as_str().map(|s| (s, n.at)))
+}
+
+/// The items of the list `key` of `node` (none when it is missing or not a list).
+fn sequence<'a>(node: &'a Node, key: &str) -> impl Iterator<Item = &'a Node> {
+    let items: &[Node] = match node.get(key).map(|n| &n.value) {
+        Some(Value::Sequence(items)) => items,
+        _ => &[],
+    };
+    items.iter()
+}
+
+/// A Release: its component is the service of its path, its version a green build (or none yet) with image
+/// tag and chart revision pinned to it, and its bindings name databases of its environment.
+fn release_rules(
+    spec: &Node,
+    target: &PlatformPath,
+    context: &RuleContext,
+    out: &mut Vec<Diagnostic>,
+) {
+    if let Some((component, at)) = text_at(spec, "component")
+        && component != target.name
+    {
+        out.push(Diagnostic::new(
+            at,
+            "spec.component",
+            format!(
+                "`spec.component` says {component}, but this is {}'s Release.",
+                target.name
+            ),
+        ));
+    }
+    if let Some((version, at)) = text_at(spec, "version") {
+        if let Err(error) = validate_build_id("version", version) {
+            out.push(Diagnostic::new(
+                at,
+                "spec.version",
+                format!("`spec.version`: {}", error.message),
+            ));
+        } else if let Some(green) = &context.green_builds {
+            let known =
+                |build: &String| build.starts_with(version) || version.starts_with(build.as_str());
+            if version != NO_BUILD_YET && !green.iter().any(known) {
+                out.push(Diagnostic::new(
+                    at,
+                    "spec.version",
+                    format!(
+                        "{version} is not a green build of {}; choose a build whose pipeline passed.",
+                        target.name
+                    ),
+                ));
+            }
+        }
+        for (parent, key) in [("image", "tag"), ("chart", "revision")] {
+            if let Some((pinned, at)) = spec.get(parent).and_then(|p| text_at(p, key))
+                && pinned != version
+            {
+                let field = format!("spec.{parent}.{key}");
+                out.push(Diagnostic::new(
+                    at,
+                    &field,
+                    format!("`{field}` must be the version's commit, {version}, not {pinned}."),
+                ));
+            }
+        }
+    }
+    for (i, binding) in sequence(spec, "databases").enumerate() {
+        if let Some((database, at)) = text_at(binding, "database") {
+            let field = format!("spec.databases[{i}].database");
+            if let Err(error) = validate_label("database", database) {
+                out.push(Diagnostic::new(
+                    at,
+                    &field,
+                    format!("`{field}`: {}", error.message),
+                ));
+            } else if let (Some(databases), Some(environment)) =
+                (&context.databases, &target.environment)
+                && !databases
+                    .iter()
+                    .any(|d| &d.environment == environment && d.name == database)
+            {
+                out.push(Diagnostic::new(
+                        at,
+                        &field,
+                        format!("There is no database {database} in {environment}; add it first (Add Database)."),
+                    ));
+            }
+        }
+        if let Some((secret, at)) = text_at(binding, "secretName")
+            && let Err(error) = validate_label("secretName", secret)
+        {
+            let field = format!("spec.databases[{i}].secretName");
+            out.push(Diagnostic::new(
+                at,
+                &field,
+                format!("`{field}`: {}", error.message),
+            ));
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Drift
+
+/// Where a live object's spec differs from git's: the fields (`spec.version`, `spec.databases[1]`) whose
+/// values differ, are only in git, or are only live. Both sides are JSON as the typed resource serializes it,
+/// so a default the cluster filled in is not drift.
+pub fn drifted_fields(
+    intent: &serde_json::Value,
+    live: &serde_json::Value,
+    path: &str,
+) -> Vec<String> {
+    use serde_json::Value as Json;
+    let mut out = Vec::new();
+    match (intent, live) {
+        (Json::Object(a), Json::Object(b)) => {
+            let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            for key in keys {
+                let field = schema::join(path, key);
+                match (a.get(key), b.get(key)) {
+                    (Some(x), Some(y)) => out.extend(drifted_fields(x, y, &field)),
+                    _ => out.push(field),
+                }
+            }
+        }
+        (Json::Array(a), Json::Array(b)) if a.len() == b.len() => {
+            for (i, (x, y)) in a.iter().zip(b).enumerate() {
+                out.extend(drifted_fields(x, y, &format!("{path}[{i}]")));
+            }
+        }
+        (a, b) if a != b => out.push(path.to_string()),
+        _ => {}
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The Config tab's answers
+
+/// A service's Config tab: per environment, every resource of the service in its four states.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServiceConfig {
+    /// The service.
+    pub service: String,
+    /// Its Component (`platform/registry/<svc>.yaml`), which no environment owns.
+    pub registry: Option<ConfigResource>,
+    /// One section per environment, in the platform's order.
+    pub environments: Vec<EnvironmentConfig>,
+    /// What the editor's rules need, so the browser checks exactly what the server will.
+    pub rules: RuleContext,
+    /// Whether this Tower reads and writes git (a GitHub App is configured); without it there is no intent
+    /// to show and no pull request to open.
+    pub git_configured: bool,
+}
+
+/// One environment's resources of a service.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EnvironmentConfig {
+    /// The environment.
+    pub environment: String,
+    /// Release, Databases and DatabaseSchemas: intent and applied.
+    pub resources: Vec<ConfigResource>,
+    /// The operators' files for the service here (`components/<svc>/environments/<env>/…`).
+    pub derived: Vec<DerivedFile>,
+    /// What runs: the Argo CD Application, ExternalSecrets and Crossplane claims, read-only.
+    pub running: Vec<RunningObject>,
+}
+
+/// One platform resource: the file in git and the object on the management cluster.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConfigResource {
+    /// Its kind.
+    pub kind: PlatformKind,
+    /// Its `metadata.name`.
+    pub name: String,
+    /// The file in git, when there is one.
+    pub intent: Option<IntentFile>,
+    /// The object as it lives, as YAML without `managedFields` and the cluster's bookkeeping.
+    pub applied: Option<String>,
+    /// Spec fields that differ between git and the cluster; empty when in sync or one side is missing.
+    pub drift: Vec<String>,
+    /// The unified diff of git's spec against the live spec, when they drift.
+    pub drift_diff: Option<String>,
+}
+
+/// A `platform/` file on the base branch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IntentFile {
+    /// Its path in `application-repositories`.
+    pub path: String,
+    /// Its content.
+    pub content: String,
+    /// The last commit that changed it.
+    pub commit: Option<CommitView>,
+}
+
+/// A file the operators derive from intent; Tower shows it and never writes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DerivedFile {
+    /// Its path.
+    pub path: String,
+    /// Its content.
+    pub content: String,
+}
+
+/// A read-only object that runs the service: an Argo CD Application, an ExternalSecret, a Crossplane claim.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunningObject {
+    /// `Application`, `ExternalSecret`, `PostgreSQLInstance`, …
+    pub kind: String,
+    /// Its name.
+    pub name: String,
+    /// A word on its state (`Synced · Healthy`, `SecretSynced`, `Ready`), when it reports one.
+    pub state: Option<String>,
+    /// The object as YAML, stripped like the applied objects.
+    pub yaml: String,
+}
+
+/// An owner's edit of one `platform/` file: the body of the Config preview and pull request routes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EditFile {
+    /// The file's path.
+    pub path: String,
+    /// Its whole new content.
+    pub content: String,
+}
+
+/// The answer when a file does not pass [`validate`]: what the editor shows, from the server's own check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rejected {
+    /// What is wrong, in line order.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+#[cfg(test)]
+mod tests;
