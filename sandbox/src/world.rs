@@ -132,6 +132,10 @@ pub const SCAFFOLDS: [(&str, &[&str]); 4] = [
     ("rust-service", &[TEMPLATE_VERSION]),
 ];
 
+/// The Release whose object on the management cluster differs from its file in git (`spec.autoDeploy`
+/// turned on by hand): the service and environment.
+pub const DRIFTED_RELEASE: (&str, &str) = ("cart", "prod");
+
 /// The fleet: eight services, three teams, with the situations a portal must show.
 pub const SERVICES: [ServicePlan; 8] = [
     ServicePlan {

@@ -39,6 +39,10 @@ pub enum Error {
     /// An input is invalid; names the field: 400. Nothing was written.
     #[error(transparent)]
     Invalid(#[from] FieldError),
+    /// A file does not pass the Config check; every diagnostic goes back with its line: 422. Nothing was
+    /// written.
+    #[error("the file does not pass: {}", .0.first().map(ToString::to_string).unwrap_or_default())]
+    Rejected(Vec<shared::config::Diagnostic>),
     /// The change asked for is already what main says, or already proposed: 409, nothing written.
     #[error("nothing to change: {0}")]
     Conflict(String),
@@ -125,6 +129,19 @@ impl Error {
                 StatusCode::BAD_REQUEST,
                 ApiError::new(ErrorCode::BadRequest, error.message.clone()).with_field(error.field),
             ),
+            Error::Rejected(diagnostics) => {
+                let first = diagnostics.first();
+                let mut body = ApiError::new(
+                    ErrorCode::BadRequest,
+                    first.map_or_else(
+                        || "The file does not pass.".to_string(),
+                        ToString::to_string,
+                    ),
+                );
+                body.field = first.map(|d| d.field.clone()).filter(|f| !f.is_empty());
+                body.diagnostics = diagnostics.clone();
+                (StatusCode::UNPROCESSABLE_ENTITY, body)
+            }
             Error::Conflict(what) => (
                 StatusCode::CONFLICT,
                 ApiError::new(ErrorCode::Conflict, format!("Nothing to change: {what}.")),

@@ -91,6 +91,25 @@ pub struct Stores {
     pub workloads: BTreeMap<String, WorkloadStores>,
 }
 
+/// One service's objects in the watch caches (see [`FleetModel::platform_objects`]).
+#[derive(Debug, Clone, Default)]
+pub struct PlatformObjects {
+    /// Its Component.
+    pub component: Option<Arc<Component>>,
+    /// Its Releases, one per environment.
+    pub releases: Vec<Arc<Release>>,
+    /// Databases it is bound to or named after.
+    pub databases: Vec<Arc<Database>>,
+    /// Those databases' DatabaseSchemas.
+    pub schemas: Vec<Arc<DatabaseSchema>>,
+    /// Its Argo CD Applications, by environment.
+    pub applications: Vec<(String, Arc<DynamicObject>)>,
+    /// Its ExternalSecrets, by environment.
+    pub secrets: Vec<(String, Arc<DynamicObject>)>,
+    /// Its Crossplane claims, by environment.
+    pub claims: Vec<(String, Arc<DynamicObject>)>,
+}
+
 /// What handlers read: computed, ready to serve. Replaced whole after each recompute, so a reader never waits
 /// for a recompute (serializing a thousand services takes milliseconds) and never sees half of one.
 #[derive(Default, Clone)]
@@ -265,6 +284,79 @@ impl FleetModel {
                     previous: deploy.previous.map(cards::short),
                 })
             })
+            .collect()
+    }
+
+    /// The service's objects on the management cluster and what runs it, as the Config tab shows them: its
+    /// Component, Releases, the Databases and DatabaseSchemas it is bound to or named after, and per
+    /// environment its Argo CD Application, ExternalSecrets and Crossplane claims.
+    pub fn platform_objects(&self, service: &str) -> PlatformObjects {
+        let stores = &self.inner.stores;
+        let index = Index::build(stores, &self.inner.labels, |component| component == service);
+        let releases: Vec<Arc<Release>> = index.releases.into_values().collect();
+        let bound = |database: &Database| {
+            database.spec.name == service
+                || database
+                    .status
+                    .as_ref()
+                    .is_some_and(|s| s.bound_components.iter().any(|c| c == service))
+                || releases.iter().any(|r| {
+                    r.spec.environment == database.spec.environment
+                        && r.spec
+                            .databases
+                            .iter()
+                            .any(|b| b.database == database.spec.name)
+                })
+        };
+        let databases: Vec<Arc<Database>> = stores
+            .databases
+            .state()
+            .into_iter()
+            .filter(|d| bound(d))
+            .collect();
+        let schemas = index
+            .schemas
+            .into_iter()
+            .filter(|s| {
+                databases.iter().any(|d| {
+                    d.spec.name == s.spec.database && d.spec.environment == s.spec.environment
+                })
+            })
+            .collect();
+        let by_environment = |map: HashMap<Key, Vec<Arc<DynamicObject>>>| {
+            map.into_iter()
+                .flat_map(|((_, environment), objects)| {
+                    objects.into_iter().map(move |o| (environment.clone(), o))
+                })
+                .collect()
+        };
+        PlatformObjects {
+            component: stores
+                .components
+                .state()
+                .into_iter()
+                .find(|c| c.name_any() == service),
+            releases,
+            databases,
+            schemas,
+            applications: index
+                .applications
+                .into_iter()
+                .map(|((_, environment), app)| (environment, app))
+                .collect(),
+            secrets: by_environment(index.secrets),
+            claims: by_environment(index.claims),
+        }
+    }
+
+    /// Every Database on the management cluster, as (environment, name).
+    pub fn database_names(&self) -> Vec<(String, String)> {
+        self.inner
+            .stores
+            .databases
+            .state()
+            .iter()
+            .map(|d| (d.spec.environment.clone(), d.spec.name.clone()))
             .collect()
     }
 

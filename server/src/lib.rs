@@ -3,6 +3,7 @@
 
 pub mod auth;
 pub mod config;
+pub mod config_view;
 pub mod delivery;
 pub mod error;
 pub mod fleet;

@@ -5,6 +5,7 @@
 //! other way answers 500 (deny by default): the outer check refuses any API response that did not pass a
 //! guard.
 
+pub mod config;
 pub mod delivery;
 pub mod fleet;
 pub mod logs;
@@ -93,6 +94,7 @@ pub fn api(state: &AppState) -> ApiRoutes {
     let api = metrics::routes(api);
     let api = slo::routes(api);
     let api = pipelines::routes(api);
+    let api = config::routes(api);
     delivery::routes(api)
 }
 

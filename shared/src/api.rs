@@ -8,6 +8,7 @@
 //! The event stream's names and the CSRF header live here too: they are part of the same contract.
 
 use crate::auth::Permission;
+use crate::config::{EditFile, ServiceConfig};
 use crate::delivery::{
     AddDatabaseForm, ApplySchemaForm, BuildView, ChangePreview, CreateDeploymentForm, MovePreview,
     OnboardForm, PullRequestView, ReleaseDetail, ReleasePage, Scaffold, SchemaVersionView,
@@ -255,6 +256,18 @@ endpoints! {
     DownloadStepLog: Get "/services/{name}/pipelines/{namespace}/{run}/tasks/{task}/steps/{step}/log.txt"
         (service, namespace, run, task, step), Service(Permission::ReadLogs);
         () => String;
+    /// A service's platform resources per environment: the files in git, the live objects, the operators'
+    /// derived files, what runs, and where the live objects drift from git.
+    GetServiceConfig: Get "/services/{name}/config" (service), Service(Permission::ReadFleet);
+        () => ServiceConfig;
+    /// What an edit of one of the service's `platform/` files would write; a file that does not pass
+    /// [`crate::config::validate`] is refused (422) with its diagnostics.
+    PreviewConfigEdit: Post "/services/{name}/config/preview" (service),
+        Service(Permission::EditConfig), preview;
+        EditFile => ChangePreview;
+    /// Opens the edit's pull request (201, or 200 when reused); refused like the preview.
+    SubmitConfigEdit: Post "/services/{name}/config/submit" (service), Service(Permission::EditConfig);
+        EditFile => PullRequestView;
     /// The environments and their clusters' connections.
     ListEnvironments: Get "/environments" (), Fleet(Permission::ReadFleet);
         () => Vec<EnvironmentView>;
@@ -585,7 +598,8 @@ mod tests {
                 "SubmitOnboard",
                 "SubmitTemplate",
                 "Promote",
-                "Rollback"
+                "Rollback",
+                "SubmitConfigEdit"
             ]
             .into()
         );

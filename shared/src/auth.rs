@@ -36,11 +36,13 @@ pub enum Permission {
     Rollback,
     /// Sync or refresh an Argo CD Application (owner-only).
     Sync,
+    /// Edit a service's `platform/` files in the Config tab and open the pull request (owner-only).
+    EditConfig,
 }
 
 impl Permission {
     /// Every permission, for exhaustive tests and the UI's explanations.
-    pub const ALL: [Permission; 11] = [
+    pub const ALL: [Permission; 12] = [
         Permission::ReadCatalog,
         Permission::ReadFleet,
         Permission::ReadReleases,
@@ -52,6 +54,7 @@ impl Permission {
         Permission::Promote,
         Permission::Rollback,
         Permission::Sync,
+        Permission::EditConfig,
     ];
 
     /// Whether exercising it changes something (a pull request, an Argo CD sync): such requests are audited
@@ -63,6 +66,7 @@ impl Permission {
                 | Permission::Promote
                 | Permission::Rollback
                 | Permission::Sync
+                | Permission::EditConfig
         )
     }
 
@@ -86,6 +90,7 @@ impl Permission {
             Permission::Promote => "promote",
             Permission::Rollback => "roll back",
             Permission::Sync => "sync",
+            Permission::EditConfig => "edit config",
         }
     }
 

@@ -475,6 +475,13 @@ pub enum Intent {
         /// The service.
         service: String,
     },
+    /// An owner's edit of one `platform/` file in the Config tab.
+    Config {
+        /// The service whose tab it was edited in.
+        service: String,
+        /// The file (a path [`crate::config::parse_platform_path`] reads).
+        path: String,
+    },
 }
 
 /// The kind of an [`Intent`], for lists and labels.
@@ -493,6 +500,8 @@ pub enum IntentKind {
     Promote,
     /// Roll prod back.
     Rollback,
+    /// Edit a file in the Config tab.
+    Config,
 }
 
 impl IntentKind {
@@ -505,6 +514,7 @@ impl IntentKind {
             IntentKind::Schema => "schema",
             IntentKind::Promote => "promote",
             IntentKind::Rollback => "rollback",
+            IntentKind::Config => "config",
         }
     }
 }
@@ -524,6 +534,7 @@ impl Intent {
             Intent::Schema { .. } => IntentKind::Schema,
             Intent::Promote { .. } => IntentKind::Promote,
             Intent::Rollback { .. } => IntentKind::Rollback,
+            Intent::Config { .. } => IntentKind::Config,
         }
     }
 
@@ -535,7 +546,8 @@ impl Intent {
             | Intent::Database { service, .. }
             | Intent::Schema { service, .. }
             | Intent::Promote { service }
-            | Intent::Rollback { service } => service,
+            | Intent::Rollback { service }
+            | Intent::Config { service, .. } => service,
         }
     }
 
@@ -547,6 +559,10 @@ impl Intent {
             | Intent::Database { environment, .. }
             | Intent::Schema { environment, .. } => Some(environment),
             Intent::Promote { .. } | Intent::Rollback { .. } => Some(PROD),
+            Intent::Config { path, .. } => {
+                let environments = "platform/environments/";
+                path.strip_prefix(environments)?.split('/').next()
+            }
         }
     }
 
@@ -572,6 +588,22 @@ impl Intent {
             Intent::Promote { service } | Intent::Rollback { service } => {
                 format!("{BRANCH_PREFIX}{kind}/{service}/{PROD}")
             }
+            // One branch per file: `…/<env>/<file name without .yaml>`, or the service alone for its
+            // Component. A path that is not a platform file gives a branch `is_tower_branch` refuses.
+            Intent::Config { service, path } => match crate::config::parse_platform_path(path) {
+                Some(file) => match file.environment {
+                    Some(environment) => {
+                        let stem = path
+                            .rsplit('/')
+                            .next()
+                            .and_then(|f| f.strip_suffix(".yaml"))
+                            .unwrap_or_default();
+                        format!("{BRANCH_PREFIX}{kind}/{service}/{environment}/{stem}")
+                    }
+                    None => format!("{BRANCH_PREFIX}{kind}/{service}"),
+                },
+                None => format!("{BRANCH_PREFIX}{kind}/{service}/invalid path"),
+            },
         }
     }
 
@@ -596,6 +628,7 @@ pub fn parse_branch(branch: &str) -> Option<(IntentKind, String, Option<String>)
         "schema" => IntentKind::Schema,
         "promote" => IntentKind::Promote,
         "rollback" => IntentKind::Rollback,
+        "config" => IntentKind::Config,
         _ => return None,
     };
     let service = parts.next().filter(|s| !s.is_empty())?.to_string();
@@ -1354,6 +1387,24 @@ mod tests {
             database: "payments".into(),
         };
         assert_eq!(schema.branch(), "tower/schema/payments/prod/payments");
+        let edit = Intent::Config {
+            service: "payments".into(),
+            path: "platform/environments/prod/payments-release.yaml".into(),
+        };
+        assert_eq!(edit.branch(), "tower/config/payments/prod/payments-release");
+        assert!(is_tower_branch(&edit.branch()));
+        assert_eq!(edit.environment(), Some("prod"));
+        let component = Intent::Config {
+            service: "payments".into(),
+            path: "platform/registry/payments.yaml".into(),
+        };
+        assert_eq!(component.branch(), "tower/config/payments");
+        assert_eq!(component.environment(), None);
+        let outside = Intent::Config {
+            service: "payments".into(),
+            path: "components/payments/values/prod.yaml".into(),
+        };
+        assert!(!is_tower_branch(&outside.branch()));
         assert_eq!(parse_branch("feature/x"), None);
         assert_eq!(promote.labels(), ["tower", "tower:promote"]);
     }

@@ -36,6 +36,9 @@ pub struct ApiError {
     /// The input field at fault, when one is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
+    /// Everything wrong with a file, with lines and columns (a Config edit that does not pass).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub diagnostics: Vec<crate::config::Diagnostic>,
     /// The id under which the server logged the cause (5xx only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
@@ -48,6 +51,7 @@ impl ApiError {
             code,
             message: message.into(),
             field: None,
+            diagnostics: Vec::new(),
             request_id: None,
         }
     }

@@ -53,14 +53,14 @@ fn delivery(state: &AppState) -> Result<&Delivery> {
         .ok_or(Error::NotConfigured("Delivery (a GitHub App)"))
 }
 
-fn signed_in(user: Option<Identity>) -> Result<Identity> {
+pub(crate) fn signed_in(user: Option<Identity>) -> Result<Identity> {
     // The guard lets nobody anonymous this far; say so plainly if that ever changes.
     user.ok_or(Error::Unauthenticated)
 }
 
 /// Every form field has a default, so a body missing fields parses and validation names the first one
 /// at fault; only a body that is not a JSON object of the right shape is refused as a whole.
-fn form<T: DeserializeOwned>(body: &Bytes) -> Result<T> {
+pub(crate) fn form<T: DeserializeOwned>(body: &Bytes) -> Result<T> {
     let body: &[u8] = if body.iter().all(u8::is_ascii_whitespace) {
         b"{}"
     } else {
@@ -81,7 +81,11 @@ fn template(slug: &str) -> Result<Template> {
 
 /// Proposes `change` as `user`'s pull request: 201 when created, 200 when an open one of the same intent
 /// was reused.
-async fn propose(state: &AppState, change: &Change, user: &Identity) -> Result<Response> {
+pub(crate) async fn propose(
+    state: &AppState,
+    change: &Change,
+    user: &Identity,
+) -> Result<Response> {
     let view = submit(delivery(state)?, change, &user.login).await?;
     let status = if view.reused {
         StatusCode::OK

@@ -739,6 +739,30 @@ pub struct CommitSummary {
     pub parents: Vec<Sha>,
 }
 
+impl CommitSummary {
+    /// As the browser shows a commit: short id, first line, the forge login when known.
+    pub fn view(&self) -> CommitView {
+        let author = self
+            .author
+            .as_ref()
+            .map(|u| u.login.clone())
+            .filter(|login| !login.is_empty())
+            .unwrap_or_else(|| self.commit.author.name.clone());
+        CommitView {
+            sha: self.sha.chars().take(7).collect(),
+            message: self
+                .commit
+                .message
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_string(),
+            author,
+            at: self.commit.author.date.clone(),
+        }
+    }
+}
+
 /// A changed file of a commit.
 #[derive(Debug, Clone, Deserialize)]
 pub struct CommitFile {

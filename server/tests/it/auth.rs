@@ -44,7 +44,13 @@ const OPENS: [u16; 5] = [401, 403, 403, 201, 200];
 
 /// The specification of who may call what, written out rather than derived from `Policy`, so a change
 /// to the policy or to a route's declared permission shows up here as a failing cell.
-fn table(pod: &str, container: &str, sha: &str, run: &PipelineRunSummary) -> Vec<Row> {
+fn table(
+    pod: &str,
+    container: &str,
+    sha: &str,
+    run: &PipelineRunSummary,
+    prod_release: &str,
+) -> Vec<Row> {
     let logs = LogQuery {
         pod: pod.into(),
         container: Some(container.into()),
@@ -66,6 +72,15 @@ fn table(pod: &str, container: &str, sha: &str, run: &PipelineRunSummary) -> Vec
         "auto_deploy": true,
     });
     let database = json!({"environment": "dev", "name": "payments-cache", "size": "small"});
+    let release_path = shared::delivery::release_path("payments", "prod");
+    let edit = json!({
+        "path": release_path,
+        "content": prod_release.replace("autoDeploy: false", "autoDeploy: true"),
+    });
+    let rejected = json!({
+        "path": release_path,
+        "content": prod_release.replace("spec:\n", "spec:\n  replicas: 3\n"),
+    });
     let none = Value::Null;
     use contract::*;
     vec![
@@ -155,6 +170,25 @@ fn table(pod: &str, container: &str, sha: &str, run: &PipelineRunSummary) -> Vec
             none.clone(),
             OWNERS,
         ),
+        row::<GetServiceConfig>(GetServiceConfig::url("payments"), none.clone(), READ),
+        row::<GetServiceConfig>(
+            GetServiceConfig::url("no-such-service"),
+            none.clone(),
+            [401, 404, 404, 404, 404],
+        ),
+        row::<PreviewConfigEdit>(PreviewConfigEdit::url("payments"), edit.clone(), OWNERS),
+        // A file the validator rejects: 422 with its diagnostics, for those who may edit at all.
+        row::<PreviewConfigEdit>(
+            PreviewConfigEdit::url("payments"),
+            rejected.clone(),
+            [401, 403, 403, 422, 422],
+        ),
+        row::<SubmitConfigEdit>(
+            SubmitConfigEdit::url("payments"),
+            rejected,
+            [401, 403, 403, 422, 422],
+        ),
+        row::<SubmitConfigEdit>(SubmitConfigEdit::url("payments"), edit, OPENS),
         row::<ListEnvironments>(ListEnvironments::url(), none.clone(), READ),
         row::<ListActivity>(ListActivity::url(), none.clone(), READ),
         row::<Events>(Events::url(), none.clone(), READ),
@@ -244,7 +278,17 @@ async fn every_route_answers_each_role_exactly_as_the_table_says() {
         .take(sandbox::fixtures::tekton::RUNS_WITH_PODS)
         .find(|r| r.status.is_finished())
         .expect("one of payments' newest runs has finished");
-    let rows = table(&pod.name, container, &sha, run);
+    let (status, config) = app
+        .get_json(&contract::GetServiceConfig::url("payments"))
+        .await;
+    assert_eq!(status, 200, "{config}");
+    let prod_release = config["environments"]
+        .as_array()
+        .and_then(|envs| envs.iter().find(|e| e["environment"] == "prod"))
+        .and_then(|prod| prod["resources"][0]["intent"]["content"].as_str())
+        .expect("payments' prod Release in git")
+        .to_string();
+    let rows = table(&pod.name, container, &sha, run, &prod_release);
 
     // Every route served has a row, and every row is a route served: the table cannot fall behind.
     let served: BTreeSet<Route> = api(&app.state).routes().iter().copied().collect();

@@ -24,7 +24,7 @@ use crate::{Role, TestApp, eventually};
 
 const REPO: &str = "application-repositories";
 
-async fn send_json(
+pub(crate) async fn send_json(
     app: &TestApp,
     who: &Role,
     method: Method,
@@ -57,13 +57,13 @@ async fn send_json(
 }
 
 /// A file on a branch of the sandbox's GitOps repository, if it is there.
-fn file_on(app: &TestApp, branch: &str, path: &str) -> Option<String> {
+pub(crate) fn file_on(app: &TestApp, branch: &str, path: &str) -> Option<String> {
     let git = app.sandbox.repositories().git(REPO);
     git.try_run(&["show", &format!("refs/heads/{branch}:{path}")])
         .unwrap()
 }
 
-fn tower_branches(app: &TestApp) -> Vec<String> {
+pub(crate) fn tower_branches(app: &TestApp) -> Vec<String> {
     let git = app.sandbox.repositories().git(REPO);
     git.run(&["for-each-ref", "--format=%(refname)", "refs/heads/tower/"])
         .unwrap()
@@ -72,7 +72,7 @@ fn tower_branches(app: &TestApp) -> Vec<String> {
         .collect()
 }
 
-fn main_head(app: &TestApp) -> String {
+pub(crate) fn main_head(app: &TestApp) -> String {
     app.sandbox
         .repositories()
         .git(REPO)

@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod auth;
+mod config;
 mod delivery;
 mod fleet;
 mod logs;
