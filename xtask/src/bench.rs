@@ -6,7 +6,9 @@
 //!   service, environment and range in a step, which costs one query per fixed query) and warm (every
 //!   viewer after, answered from the shared cache).
 //! - `pipelines`: the Pipelines pages' numbers; natively (release), the DAG and layout of a 300-task
-//!   pipeline and the search and wrap index of a 100,000-line log.
+//!   pipeline and the search and wrap index of a 100,000-line log; the run lists' p99 and Tower's RSS with
+//!   10,000 runs in its caches; in Chromium, the layout in wasm and the 100,000-line log's open, search,
+//!   scrolling and memory.
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -34,7 +36,7 @@ pub enum Which {
     SandboxMemory(crate::memory::MemoryArgs),
     /// The Metrics tab's answer time, cold and warm cache.
     Metrics(MetricsArgs),
-    /// The Pipelines pages: DAG layout of a 300-task pipeline and search of a 100,000-line log, natively.
+    /// The Pipelines pages: natively, in Tower with 10,000 runs, and in Chromium.
     Pipelines(PipelinesArgs),
 }
 
@@ -290,7 +292,34 @@ fn pipelines(args: &PipelinesArgs) -> Result<()> {
     if args.native_only {
         return Ok(());
     }
-    pipelines_server(args)
+    pipelines_server(args)?;
+    pipelines_browser(args)
+}
+
+/// The browser half: `end2end/bench/pipelines.bench.ts` in Chromium against a release `tower` on a sandbox at
+/// `--scale` (the 300-task run's layout in wasm; the 100,000-line log's open, search, scrolling and memory).
+/// The spec prints one JSON line per number; they are repeated together at the end.
+fn pipelines_browser(args: &PipelinesArgs) -> Result<()> {
+    println!("\nPipelines, in Chromium (the wasm-release build):");
+    let tower = release_tower()?;
+    crate::dist::dist(None)?;
+    let mut npx = crate::test::playwright_command("playwright.bench.config.ts", &tower)?;
+    npx.env("TOWER_BENCH_SCALE", args.scale.to_string());
+    let out = util::tee(&mut npx)?;
+    let numbers: Vec<&str> = out
+        .stdout
+        .lines()
+        .map(str::trim)
+        .filter(|line| line.starts_with("{\"bench\":\"pipelines\""))
+        .collect();
+    println!("\nPipelines in Chromium:");
+    for line in &numbers {
+        println!("  {line}");
+    }
+    if !out.success {
+        bail!("the browser benchmark failed (see Playwright's report above)");
+    }
+    Ok(())
 }
 
 /// Runs Tower's caches hold before the run lists are timed: the sandbox's `--scale` seeds this many.

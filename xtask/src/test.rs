@@ -247,15 +247,26 @@ fn parse_cargo_test(stdout: &str) -> Counts {
 /// Playwright against the freshly built server binary and `dist/`: the main suite (sandbox at speed 10),
 /// then the demo's own (a fresh sandbox at real speed, as `cargo xtask run` shows it).
 fn playwright() -> Result<Counts> {
-    let mut counts = playwright_with("playwright.config.ts")?;
-    counts += playwright_with("playwright.demo.config.ts")?;
+    let tower = repo_root().join("target/debug/tower");
+    let mut counts = playwright_with("playwright.config.ts", &tower)?;
+    counts += playwright_with("playwright.demo.config.ts", &tower)?;
     Ok(counts)
 }
 
-fn playwright_with(config: &str) -> Result<Counts> {
+fn playwright_with(config: &str, tower: &Path) -> Result<Counts> {
+    let out = util::tee(&mut playwright_command(config, tower)?)?;
+    let counts = parse_playwright(&out.stdout);
+    if !out.success && counts.failed == 0 {
+        bail!("Playwright failed before reporting a failing test");
+    }
+    Ok(counts)
+}
+
+/// `npx playwright test --config <config>` in `end2end/`, against `tower` and `dist/`, in Debian's Chromium
+/// (installed first when missing); the benchmarks run their browser half through it too.
+pub fn playwright_command(config: &str, tower: &Path) -> Result<std::process::Command> {
     ensure_chromium()?;
     util::ensure_node_modules()?;
-    let root = repo_root();
     // Chromium leaves profile folders in TMPDIR; keep them inside the (ignored) repo scratch space, where the
     // leftover check also looks for the sandbox's folders.
     let [_, tmp] = leftovers::temp_dirs();
@@ -263,14 +274,9 @@ fn playwright_with(config: &str) -> Result<Counts> {
     npx.args(["playwright", "test", "--config", config])
         .current_dir(util::end2end_dir())
         .env("TMPDIR", step_tmpdir(&tmp)?)
-        .env("TOWER_BIN", root.join("target/debug/tower"))
-        .env("TOWER_ASSETS", root.join("dist"));
-    let out = util::tee(&mut npx)?;
-    let counts = parse_playwright(&out.stdout);
-    if !out.success && counts.failed == 0 {
-        bail!("Playwright failed before reporting a failing test");
-    }
-    Ok(counts)
+        .env("TOWER_BIN", tower)
+        .env("TOWER_ASSETS", repo_root().join("dist"));
+    Ok(npx)
 }
 
 /// Reads Playwright's closing summary (`  3 passed (4.1s)`, `  1 failed`, `  2 skipped`,
