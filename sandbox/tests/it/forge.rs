@@ -15,7 +15,7 @@ use sandbox::git::Repositories;
 use sandbox::world::GITOPS_REPOSITORY;
 use serde_json::{Value, json};
 
-const OTHER_KEY: &str = include_str!("../src/forge/testdata/other.private.pem");
+const OTHER_KEY: &str = include_str!("../../src/forge/testdata/other.private.pem");
 const RELEASE: &str = "platform/environments/prod/payments-release.yaml";
 
 /// A forge over freshly built repositories, served like the sandbox serves it: the API under `/github`,

@@ -1,0 +1,18 @@
+//! The sandbox's integration tests, in one binary: one link instead of one per file, and their tests share
+//! the test harness's threads. `heap.rs` stays a binary of its own, as it replaces the global allocator.
+#![allow(clippy::unwrap_used)]
+
+mod apiserver;
+mod argocd;
+mod bounded;
+mod fixtures;
+mod forge;
+mod git;
+mod loki;
+mod metrics;
+mod pipelines;
+mod scale;
+mod simulator;
+mod slo;
+mod supervisor;
+mod timeline;
