@@ -250,6 +250,62 @@ fn default_public_url() -> String {
     "http://127.0.0.1:8080".into()
 }
 
+/// The leaves of `value` under `prefix` as settings, secrets masked.
+fn flatten(prefix: &str, value: &serde_json::Value, out: &mut Vec<shared::config::Setting>) {
+    use serde_json::Value;
+    let last = prefix
+        .rsplit(['.', ']'])
+        .find(|s| !s.is_empty())
+        .unwrap_or(prefix);
+    if SECRET_KEYS.contains(&last) {
+        let set = !matches!(value, Value::Null) && value.as_str().is_none_or(|s| !s.is_empty());
+        out.push(shared::config::Setting {
+            key: prefix.to_string(),
+            value: if set { "set" } else { "not set" }.into(),
+            secret: true,
+        });
+        return;
+    }
+    match value {
+        Value::Object(map) => {
+            for (key, child) in map {
+                let key = if prefix.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{prefix}.{key}")
+                };
+                flatten(&key, child, out);
+            }
+        }
+        Value::Array(items) if !items.is_empty() => {
+            for (i, child) in items.iter().enumerate() {
+                flatten(&format!("{prefix}[{i}]"), child, out);
+            }
+        }
+        other => out.push(shared::config::Setting {
+            key: prefix.to_string(),
+            value: match other {
+                Value::String(s) => s.clone(),
+                Value::Array(_) => "(none)".into(),
+                other => other.to_string(),
+            },
+            secret: false,
+        }),
+    }
+}
+
+impl ClusterConfig {
+    /// How Tower reaches the cluster, in words.
+    pub fn connection(&self) -> String {
+        match (&self.url, &self.context) {
+            (Some(url), _) => url.clone(),
+            (None, Some(context)) => format!("kubeconfig context {context}"),
+            (None, None) if self.in_cluster => "in-cluster service account".into(),
+            (None, None) => "not configured".into(),
+        }
+    }
+}
+
 /// One cluster and how to reach it: exactly one of `url`, `context`, `in_cluster`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -408,7 +464,32 @@ fn is_http_url(url: &str) -> bool {
     (url.starts_with("http://") || url.starts_with("https://")) && url.len() > "https://".len()
 }
 
+/// The keys whose values are secrets: the `/config` page says only whether each is set. A new secret field
+/// must be named here (`settings_never_carry_a_secret` sets every one and looks for it in the answer).
+const SECRET_KEYS: [&str; 3] = ["token", "client_secret", "app_private_key"];
+
 impl TowerConfig {
+    /// The configuration as the `/config` page lists it: one line per leaf key (`github.app_id`,
+    /// `clusters[1].url`), secrets as `set` or `not set`, and the session key, which only the environment
+    /// gives.
+    pub fn settings(&self) -> Vec<shared::config::Setting> {
+        let mut settings = Vec::new();
+        if let Ok(json) = serde_json::to_value(self) {
+            flatten("", &json, &mut settings);
+        }
+        settings.push(shared::config::Setting {
+            key: "TOWER_SESSION_SECRET".into(),
+            value: if std::env::var_os("TOWER_SESSION_SECRET").is_some() {
+                "set"
+            } else {
+                "not set (sessions end when Tower restarts)"
+            }
+            .into(),
+            secret: true,
+        });
+        settings
+    }
+
     /// Every problem in the file, each naming its key. Empty when the file is usable.
     pub fn validate(&self) -> Vec<ConfigError> {
         let mut errors = Vec::new();
@@ -662,6 +743,46 @@ mod tests {
             }),
             pipelines: PipelinesConfig::default(),
         }
+    }
+
+    #[test]
+    fn settings_never_carry_a_secret() {
+        let mut full = config();
+        full.clusters[0].token = Some("SECRET-cluster-token".into());
+        full.argocd = vec![ArgoCdConfig {
+            name: "argocd".into(),
+            url: "https://argocd.example".into(),
+            token: "SECRET-argocd-token".into(),
+        }];
+        full.github = Some(GithubConfig {
+            api_url: "https://api.github.com/".into(),
+            oauth_authorize_url: "https://github.com/login/oauth/authorize".into(),
+            oauth_token_url: "https://github.com/login/oauth/access_token".into(),
+            client_id: "Iv1.abc".into(),
+            client_secret: "SECRET-client".into(),
+            app_id: 7,
+            installation_id: 9,
+            app_private_key: "SECRET-private-key".into(),
+            gitops_repository: "application-repositories".into(),
+            merged_poll_seconds: 30,
+        });
+        let settings = full.settings();
+        let find = |key: &str| settings.iter().find(|s| s.key == key);
+        for setting in &settings {
+            assert!(!setting.value.contains("SECRET"), "{setting:?}");
+        }
+        let secret = |key: &str| find(key).map(|s| (s.value.as_str(), s.secret));
+        assert_eq!(secret("clusters[0].token"), Some(("set", true)));
+        assert_eq!(secret("argocd[0].token"), Some(("set", true)));
+        assert_eq!(secret("github.client_secret"), Some(("set", true)));
+        assert_eq!(secret("github.app_private_key"), Some(("set", true)));
+        assert_eq!(find("github.app_id").map(|s| s.value.as_str()), Some("7"));
+        assert_eq!(
+            find("clusters[1].context").map(|s| s.value.as_str()),
+            Some("dev")
+        );
+        assert!(find("TOWER_SESSION_SECRET").is_some_and(|s| s.secret));
+        assert_eq!(full.clusters[1].connection(), "kubeconfig context dev");
     }
 
     #[test]

@@ -14,8 +14,9 @@ use serde::Serialize;
 use serde_json::Value as Json;
 use shared::auth::Identity;
 use shared::config::{
-    ConfigResource, DatabaseRef, DerivedFile, Diagnostic, EditFile, EnvironmentConfig, IntentFile,
-    PlatformKind, Position, RuleContext, RunningObject, ServiceConfig, drifted_fields,
+    ApplicationSetView, ClusterView, ConfigResource, DatabaseRef, DerivedFile, Diagnostic,
+    EditFile, EnvironmentConfig, GeneratedApplication, IntentFile, PlatformConfig, PlatformKind,
+    Position, RuleContext, RunningObject, ServiceConfig, Setting, drifted_fields,
     parse_platform_path, validate,
 };
 use shared::crd::{Component, Database, DatabaseSchema, Release};
@@ -526,4 +527,165 @@ fn typed(kind: PlatformKind, content: &str) -> Result<()> {
             format!("The file does not read as a {}.", kind.name()),
         )])
     })
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The fleet-wide /config page
+
+/// Tower's configuration as the `/config` page shows it, computed once at start.
+#[derive(Debug, Clone, Default)]
+pub struct PlatformSettings {
+    /// Every setting, secrets masked.
+    pub settings: Vec<Setting>,
+    /// Each cluster's name and how Tower reaches it, in the configuration's order.
+    pub connections: Vec<(String, String)>,
+}
+
+impl PlatformSettings {
+    /// From the configuration as loaded.
+    pub fn from_config(config: &crate::config::TowerConfig) -> Self {
+        PlatformSettings {
+            settings: config.settings(),
+            connections: config
+                .clusters
+                .iter()
+                .map(|c| (c.name.clone(), c.connection()))
+                .collect(),
+        }
+    }
+}
+
+/// The `/config` page: ApplicationSets from the watch cache with the Applications they own, the clusters
+/// with their watches' state, and the settings.
+pub fn platform_config(state: &AppState) -> PlatformConfig {
+    let (sets, applications) = state.fleet.argo_objects();
+    let mut application_sets: Vec<ApplicationSetView> = sets
+        .iter()
+        .map(|set| application_set_view(set, &applications))
+        .collect();
+    application_sets.sort_by(|a, b| a.name.cmp(&b.name));
+    let sources = state.fleet.sources();
+    let clusters = state
+        .platform_settings
+        .connections
+        .iter()
+        .filter_map(|(name, connection)| {
+            let source = sources.iter().find(|s| &s.cluster == name)?;
+            Some(ClusterView {
+                name: name.clone(),
+                environment: source.environment.clone(),
+                connection: connection.clone(),
+                state: source.state.clone(),
+            })
+        })
+        .collect();
+    PlatformConfig {
+        application_sets,
+        clusters,
+        settings: state.platform_settings.settings.clone(),
+    }
+}
+
+/// An ApplicationSet: its generators in words and the Applications whose owner it is.
+fn application_set_view(
+    set: &DynamicObject,
+    applications: &[Arc<DynamicObject>],
+) -> ApplicationSetView {
+    let name = set.metadata.name.clone().unwrap_or_default();
+    let generators = set
+        .data
+        .pointer("/spec/generators")
+        .and_then(Json::as_array)
+        .map(|list| list.iter().map(generator_words).collect())
+        .unwrap_or_default();
+    let mut owned: Vec<GeneratedApplication> = applications
+        .iter()
+        .filter(|app| {
+            app.metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|owner| owner.kind == "ApplicationSet" && owner.name == name)
+        })
+        .map(|app| {
+            let text = |pointer: &str| {
+                app.data
+                    .pointer(pointer)
+                    .and_then(Json::as_str)
+                    .map(str::to_string)
+            };
+            GeneratedApplication {
+                name: app.metadata.name.clone().unwrap_or_default(),
+                sync: text("/status/sync/status"),
+                health: text("/status/health/status"),
+            }
+        })
+        .collect();
+    owned.sort_by(|a, b| a.name.cmp(&b.name));
+    ApplicationSetView {
+        name,
+        generators,
+        applications: owned,
+        yaml: applied_yaml(set).unwrap_or_default(),
+    }
+}
+
+/// One generator in words: `git files components/*/environments/*.yaml`, `clusters environment=dev`,
+/// `matrix of (…, …)`, or its kind.
+fn generator_words(generator: &Json) -> String {
+    let Some((kind, body)) = generator.as_object().and_then(|o| o.iter().next()) else {
+        return "unknown".into();
+    };
+    match kind.as_str() {
+        "git" => {
+            let files: Vec<&str> = body
+                .get("files")
+                .and_then(Json::as_array)
+                .map(|f| {
+                    f.iter()
+                        .filter_map(|f| f.get("path").and_then(Json::as_str))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let directories: Vec<&str> = body
+                .get("directories")
+                .and_then(Json::as_array)
+                .map(|d| {
+                    d.iter()
+                        .filter_map(|d| d.get("path").and_then(Json::as_str))
+                        .collect()
+                })
+                .unwrap_or_default();
+            if files.is_empty() {
+                format!("git directories {}", directories.join(", "))
+            } else {
+                format!("git files {}", files.join(", "))
+            }
+        }
+        "clusters" => {
+            let labels: Vec<String> = body
+                .pointer("/selector/matchLabels")
+                .and_then(Json::as_object)
+                .map(|m| {
+                    m.iter()
+                        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+                        .collect()
+                })
+                .unwrap_or_default();
+            if labels.is_empty() {
+                "clusters (all)".into()
+            } else {
+                format!("clusters {}", labels.join(", "))
+            }
+        }
+        "matrix" | "merge" => {
+            let inner: Vec<String> = body
+                .get("generators")
+                .and_then(Json::as_array)
+                .map(|g| g.iter().map(generator_words).collect())
+                .unwrap_or_default();
+            format!("{kind} of ({})", inner.join("; "))
+        }
+        other => other.to_string(),
+    }
 }

@@ -85,6 +85,8 @@ pub struct Stores {
     pub schemas: Store<DatabaseSchema>,
     /// Argo CD Applications (management).
     pub applications: Store<DynamicObject>,
+    /// Argo CD ApplicationSets (management), for the `/config` page.
+    pub application_sets: Store<DynamicObject>,
     /// Pyrra's ServiceLevelObjectives (management), found by the component label.
     pub slos: Store<DynamicObject>,
     /// Workload clusters by environment.
@@ -347,6 +349,14 @@ impl FleetModel {
             secrets: by_environment(index.secrets),
             claims: by_environment(index.claims),
         }
+    }
+
+    /// Argo CD's ApplicationSets and Applications in the watch caches, for the `/config` page.
+    pub fn argo_objects(&self) -> (Vec<Arc<DynamicObject>>, Vec<Arc<DynamicObject>>) {
+        (
+            self.inner.stores.application_sets.state(),
+            self.inner.stores.applications.state(),
+        )
     }
 
     /// Every Database on the management cluster, as (environment, name).

@@ -306,6 +306,9 @@ pub async fn build_state(
         log_history,
         delivery,
         pipelines,
+        platform_settings: std::sync::Arc::new(crate::config_view::PlatformSettings::from_config(
+            config,
+        )),
     })
 }
 

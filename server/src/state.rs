@@ -42,6 +42,8 @@ pub struct AppState {
     pub metrics: Option<crate::metrics::Metrics>,
     /// Service level objectives, evaluated against Mimir in the background; absent without Mimir.
     pub slos: Option<crate::slo::Slos>,
+    /// Tower's own configuration as the `/config` page shows it, secrets masked; computed at start.
+    pub platform_settings: std::sync::Arc<crate::config_view::PlatformSettings>,
     /// CI's Tekton runs in watch caches, and the client of the cluster they run on for their steps' logs.
     pub pipelines: crate::pipelines::Pipelines,
 }

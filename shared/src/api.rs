@@ -8,7 +8,7 @@
 //! The event stream's names and the CSRF header live here too: they are part of the same contract.
 
 use crate::auth::Permission;
-use crate::config::{EditFile, ServiceConfig};
+use crate::config::{EditFile, PlatformConfig, ServiceConfig};
 use crate::delivery::{
     AddDatabaseForm, ApplySchemaForm, BuildView, ChangePreview, CreateDeploymentForm, MovePreview,
     OnboardForm, PullRequestView, ReleaseDetail, ReleasePage, Scaffold, SchemaVersionView,
@@ -268,6 +268,9 @@ endpoints! {
     /// Opens the edit's pull request (201, or 200 when reused); refused like the preview.
     SubmitConfigEdit: Post "/services/{name}/config/submit" (service), Service(Permission::EditConfig);
         EditFile => PullRequestView;
+    /// The platform's configuration: ApplicationSets and what they generated, the clusters, Tower's settings.
+    GetPlatformConfig: Get "/config" (), Fleet(Permission::ReadFleet);
+        () => PlatformConfig;
     /// The environments and their clusters' connections.
     ListEnvironments: Get "/environments" (), Fleet(Permission::ReadFleet);
         () => Vec<EnvironmentView>;

@@ -689,5 +689,67 @@ pub struct Rejected {
     pub diagnostics: Vec<Diagnostic>,
 }
 
+// ---------------------------------------------------------------------------------------------------------
+// The fleet-wide /config page
+
+/// The platform's own configuration: what Argo CD generates from where, the clusters, and Tower's settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlatformConfig {
+    /// Argo CD's ApplicationSets on the management cluster, by name.
+    pub application_sets: Vec<ApplicationSetView>,
+    /// The clusters Tower reads, management first.
+    pub clusters: Vec<ClusterView>,
+    /// Tower's configuration as loaded; a secret only says whether it is set.
+    pub settings: Vec<Setting>,
+}
+
+/// One ApplicationSet and the Applications it generated.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApplicationSetView {
+    /// Its name.
+    pub name: String,
+    /// Its generators in words (`git files components/*/environments/*.yaml`, `clusters environment`, …).
+    pub generators: Vec<String>,
+    /// The Applications it owns, by name, with their sync and health.
+    pub applications: Vec<GeneratedApplication>,
+    /// The object as YAML, stripped like the Config tab's.
+    pub yaml: String,
+}
+
+/// An Application an ApplicationSet generated.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GeneratedApplication {
+    /// Its name.
+    pub name: String,
+    /// `Synced`, `OutOfSync`, …
+    pub sync: Option<String>,
+    /// `Healthy`, `Degraded`, …
+    pub health: Option<String>,
+}
+
+/// A cluster Tower reads and how it connects.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterView {
+    /// Its name.
+    pub name: String,
+    /// Its environment; none for the management cluster.
+    pub environment: Option<String>,
+    /// How Tower reaches it: a URL, a kubeconfig context, or in-cluster.
+    pub connection: String,
+    /// Where its watches stand.
+    pub state: crate::fleet::SourceState,
+}
+
+/// One setting of Tower's configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Setting {
+    /// Its key, as the configuration file writes it (`github.app_id`, `clusters[1].token`).
+    pub key: String,
+    /// Its value; for a secret only `set` or `not set`.
+    pub value: String,
+    /// Whether it is a secret (its value is never sent).
+    pub secret: bool,
+}
+
 #[cfg(test)]
 mod tests;

@@ -147,6 +147,22 @@ pub fn start(
                 by_label(label.clone()),
             )
         },
+        application_sets: {
+            let ar = argo_resource(
+                "argoproj.io",
+                "v1alpha1",
+                "ApplicationSet",
+                "applicationsets",
+            );
+            // No service is marked: the `/config` page reads the store when asked.
+            spawn(
+                Api::<DynamicObject>::all_with(m.clone(), &ar),
+                ar,
+                management.clone(),
+                dirty_tx.clone(),
+                |_: &DynamicObject| None,
+            )
+        },
         slos: {
             let ar = argo_resource(
                 "pyrra.dev",

@@ -189,6 +189,7 @@ fn table(
             [401, 403, 403, 422, 422],
         ),
         row::<SubmitConfigEdit>(SubmitConfigEdit::url("payments"), edit, OPENS),
+        row::<GetPlatformConfig>(GetPlatformConfig::url(), none.clone(), READ),
         row::<ListEnvironments>(ListEnvironments::url(), none.clone(), READ),
         row::<ListActivity>(ListActivity::url(), none.clone(), READ),
         row::<Events>(Events::url(), none.clone(), READ),

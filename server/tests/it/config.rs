@@ -7,10 +7,11 @@ use axum::http::Method;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use serde_json::{Value, json};
-use shared::api::{GetServiceConfig, PreviewConfigEdit, SubmitConfigEdit};
-use shared::config::{ConfigResource, PlatformKind, ServiceConfig};
+use shared::api::{GetPlatformConfig, GetServiceConfig, PreviewConfigEdit, SubmitConfigEdit};
+use shared::config::{ConfigResource, PlatformConfig, PlatformKind, ServiceConfig};
 use shared::crd::Release;
 use shared::delivery::{PullRequestView, release_path};
+use shared::fleet::SourceState;
 
 use crate::delivery::{file_on, send_json, tower_branches};
 use crate::{Role, TestApp, eventually};
@@ -320,4 +321,78 @@ async fn a_file_the_validator_rejects_never_becomes_a_pull_request() {
     .await;
     assert_eq!(status, 409, "{body}");
     assert!(tower_branches(&app).is_empty(), "nothing was pushed");
+}
+
+#[tokio::test]
+async fn the_config_page_lists_application_sets_with_what_they_generated_clusters_and_masked_settings()
+ {
+    let app = TestApp::start().await;
+    let (status, body) = app.get_json(&GetPlatformConfig::url()).await;
+    assert_eq!(status, 200, "{body}");
+    let config: PlatformConfig = serde_json::from_value(body).unwrap();
+
+    let catalog = config
+        .application_sets
+        .iter()
+        .find(|s| s.name == sandbox::fixtures::argocd::CATALOG_APPLICATION_SET)
+        .expect("taskapp-catalog");
+    assert!(
+        catalog
+            .generators
+            .iter()
+            .any(|g| g.contains("components/*/environments/*.yaml")),
+        "{:?}",
+        catalog.generators
+    );
+    let generated: Vec<&str> = catalog
+        .applications
+        .iter()
+        .map(|a| a.name.as_str())
+        .collect();
+    assert!(
+        generated.contains(&"payments-prod") && generated.contains(&"payments-dev"),
+        "{generated:?}"
+    );
+    let out_of_sync = catalog
+        .applications
+        .iter()
+        .find(|a| a.name == sandbox::fixtures::argocd::OUT_OF_SYNC)
+        .expect("catalog-prod");
+    assert_eq!(out_of_sync.sync.as_deref(), Some("OutOfSync"));
+    assert!(
+        config.application_sets.len() >= 2,
+        "the platform's other ApplicationSets too"
+    );
+
+    let clusters: Vec<(&str, Option<&str>)> = config
+        .clusters
+        .iter()
+        .map(|c| (c.name.as_str(), c.environment.as_deref()))
+        .collect();
+    assert_eq!(
+        clusters,
+        [
+            ("management", None),
+            ("dev", Some("dev")),
+            ("prod", Some("prod"))
+        ]
+    );
+    for cluster in &config.clusters {
+        assert_eq!(cluster.state, SourceState::Connected, "{cluster:?}");
+        assert!(
+            cluster.connection.starts_with("http://127.0.0.1:"),
+            "{cluster:?}"
+        );
+    }
+
+    let setting = |key: &str| config.settings.iter().find(|s| s.key == key);
+    let key = setting("github.app_private_key").expect("the App's key is listed");
+    assert_eq!((key.value.as_str(), key.secret), ("set", true));
+    assert_eq!(
+        setting("organisation").map(|s| s.value.as_str()),
+        Some("acme")
+    );
+    // The App's private key is a PEM: nothing of it is in the answer.
+    let text = serde_json::to_string(&config.settings).unwrap();
+    assert!(!text.contains("PRIVATE KEY"), "{text}");
 }
