@@ -267,7 +267,7 @@ fn resource<K>(
     live: Option<&K>,
 ) -> ConfigResource
 where
-    K: kube::Resource + Serialize + serde::de::DeserializeOwned + HasSpec,
+    K: kube::Resource + Clone + Serialize + serde::de::DeserializeOwned + HasSpec,
 {
     let intent_spec = file
         .as_ref()
@@ -293,7 +293,7 @@ where
             content: f.content,
             commit: f.commit,
         }),
-        applied: live.and_then(|object| applied_yaml(object)),
+        applied: live.and_then(|object| applied_typed_yaml(object)),
         drift,
         drift_diff,
     }
@@ -315,6 +315,26 @@ macro_rules! has_spec {
     )*};
 }
 has_spec!(Component, Release, Database, DatabaseSchema);
+
+/// A typed object as YAML in its type's field order (as the file in git has it), without the cluster's
+/// bookkeeping.
+fn applied_typed_yaml<K: kube::Resource + Clone + Serialize>(object: &K) -> Option<String> {
+    let mut object = object.clone();
+    let metadata = object.meta_mut();
+    metadata.managed_fields = None;
+    metadata.resource_version = None;
+    metadata.uid = None;
+    metadata.generation = None;
+    metadata.creation_timestamp = None;
+    metadata.self_link = None;
+    if let Some(annotations) = metadata.annotations.as_mut() {
+        annotations.remove(LAST_APPLIED);
+    }
+    if metadata.annotations.as_ref().is_some_and(|a| a.is_empty()) {
+        metadata.annotations = None;
+    }
+    serde_saphyr::to_string(&object).ok()
+}
 
 /// An object as YAML without the cluster's bookkeeping (managed fields, ids, versions, the last-applied copy).
 fn applied_yaml<K: Serialize>(object: &K) -> Option<String> {
@@ -489,7 +509,7 @@ pub async fn edit_change(
     let body = format!(
         "{verb}s `{path}` as written in Tower's Config tab, checked against the {kind} schema and Tower's rules.\n\n\
          Requested in Tower by @{login} ({name}). Merge to apply; the operators and Argo CD take it from there.\n\n\
-         [Open {service}'s config in Tower]({base}/services/{service}/config)",
+         [Open {service}'s config in Tower]({base}/services/{service}?tab=config)",
         path = edit.path,
         kind = file.kind.name(),
         login = user.login,
