@@ -5,6 +5,7 @@ use gloo_net::http::{Request, Response};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use shared::api::{self, Endpoint};
+use shared::config::{EditFile, ServiceConfig};
 use shared::delivery::{
     BuildView, ChangePreview, MovePreview, PullRequestView, ReleaseDetail, ReleasePage, Scaffold,
     SchemaVersionView,
@@ -59,6 +60,26 @@ pub async fn list_slos(service: &str) -> Result<Vec<shared::slo::SloView>> {
 /// Every service with objectives, by its worst budget: the Overview's SLO column.
 pub async fn list_slo_summaries() -> Result<Vec<shared::slo::SloSummary>> {
     call::<api::ListSloSummaries>(&api::ListSloSummaries::url(), None).await
+}
+
+/// A service's Config tab: per environment, its platform files in git beside the live objects, the drift
+/// between them, the operators' derived files and what runs; and the rules an edit is checked against.
+pub async fn get_service_config(service: &str) -> Result<ServiceConfig> {
+    call::<api::GetServiceConfig>(&api::GetServiceConfig::url(service), None).await
+}
+
+/// What an edit of one of the service's `platform/` files would write (owners only). A file that does not
+/// pass is refused with 422 and its diagnostics in [`ApiError::diagnostics`].
+pub async fn preview_config_edit(service: &str, edit: &EditFile) -> Result<ChangePreview> {
+    let body = json(edit)?;
+    call::<api::PreviewConfigEdit>(&api::PreviewConfigEdit::url(service), Some(body)).await
+}
+
+/// Opens the edit's pull request, or updates the open one of the same file (then `reused`); refused like
+/// the preview.
+pub async fn submit_config_edit(service: &str, edit: &EditFile) -> Result<PullRequestView> {
+    let body = json(edit)?;
+    call::<api::SubmitConfigEdit>(&api::SubmitConfigEdit::url(service), Some(body)).await
 }
 
 /// The environments and their clusters' connections.

@@ -8,3 +8,4 @@ pub mod log_console;
 pub mod log_panel;
 pub mod pipeline_graph;
 pub mod status;
+pub mod yaml_editor;

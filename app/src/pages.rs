@@ -1,5 +1,6 @@
 //! The pages, by area: each area has the name it has in `shared` and in the server's routes.
 
+pub mod config;
 pub mod delivery;
 pub mod fleet;
 pub mod metrics;

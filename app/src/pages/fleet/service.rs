@@ -1,7 +1,7 @@
 //! The service page (`/services/:name`): a header from the Component, an environment picker (`?env=`) and
-//! tabs (`?tab=`): Deployments (one live card per environment), Metrics, Pipelines, Dependencies and
-//! Databases. Tabs
-//! load only when opened; the URL holds the tab and the environment (and the Metrics tab's `?range=`).
+//! tabs (`?tab=`): Deployments (one live card per environment), Metrics, Pipelines, Dependencies,
+//! Databases and Config. Tabs load only when opened; the URL holds the tab and the environment (and the
+//! Metrics tab's `?range=`).
 
 use leptos::lazy;
 use leptos::prelude::*;
@@ -21,6 +21,7 @@ use crate::components::deployment_card::DeploymentCard;
 use crate::components::log_panel::LogPanel;
 use crate::components::status::{drift_chip, health_chip, permission_reason, sync_chip, tone_chip};
 use crate::live::{LiveFleet, fetched};
+use crate::pages::config::ConfigTab;
 use crate::pages::metrics::MetricsTab;
 use crate::pages::pipelines::PipelinesTab;
 use crate::pages::{show_error, show_errors};
@@ -33,15 +34,17 @@ enum Tab {
     Pipelines,
     Dependencies,
     Databases,
+    Config,
 }
 
 impl Tab {
-    const ALL: [Tab; 5] = [
+    const ALL: [Tab; 6] = [
         Tab::Deployments,
         Tab::Metrics,
         Tab::Pipelines,
         Tab::Dependencies,
         Tab::Databases,
+        Tab::Config,
     ];
 
     fn parse(value: Option<&str>) -> Self {
@@ -50,6 +53,7 @@ impl Tab {
             Some("pipelines") => Tab::Pipelines,
             Some("dependencies") => Tab::Dependencies,
             Some("databases") => Tab::Databases,
+            Some("config") => Tab::Config,
             _ => Tab::Deployments,
         }
     }
@@ -62,6 +66,7 @@ impl Tab {
             Tab::Pipelines => Some("pipelines"),
             Tab::Dependencies => Some("dependencies"),
             Tab::Databases => Some("databases"),
+            Tab::Config => Some("config"),
         }
     }
 
@@ -72,6 +77,7 @@ impl Tab {
             Tab::Pipelines => "Pipelines",
             Tab::Dependencies => "Dependencies",
             Tab::Databases => "Databases",
+            Tab::Config => "Config",
         }
     }
 }
@@ -156,6 +162,7 @@ pub fn ServicePage() -> impl IntoView {
                                 Tab::Pipelines => view! { <PipelinesTab name /> }.into_any(),
                                 Tab::Dependencies => view! { <DependencyGraph focus=name.into() /> }.into_any(),
                                 Tab::Databases => view! { <DatabasesTab name env owner /> }.into_any(),
+                                Tab::Config => view! { <ConfigTab name env owner /> }.into_any(),
                             }}
                         </div>
                     }.into_any()),
