@@ -471,9 +471,10 @@ fn pipelines_server(args: &PipelinesArgs) -> Result<()> {
     Ok(())
 }
 
-/// The number after `"key":` in `json`, read without a JSON parser (the bench has none).
+/// The number after the last `"key":` in `json`, read without a JSON parser (the bench has none): a page's
+/// own fields come after its runs, whose tasks have a `total` of their own.
 fn json_number(json: &str, key: &str) -> Option<usize> {
-    let start = json.find(&format!("\"{key}\":"))? + key.len() + 3;
+    let start = json.rfind(&format!("\"{key}\":"))? + key.len() + 3;
     let digits: String = json
         .get(start..)?
         .chars()
@@ -482,9 +483,9 @@ fn json_number(json: &str, key: &str) -> Option<usize> {
     digits.parse().ok()
 }
 
-/// The string after `"key":` in `json`, when it is one (a cursor: hex, nothing to unescape).
+/// The string after the last `"key":` in `json`, when it is one (a cursor: hex, nothing to unescape).
 fn json_string(json: &str, key: &str) -> Option<String> {
-    let start = json.find(&format!("\"{key}\":\""))? + key.len() + 4;
+    let start = json.rfind(&format!("\"{key}\":\""))? + key.len() + 4;
     let rest = json.get(start..)?;
     Some(rest.get(..rest.find('"')?)?.to_string())
 }
@@ -632,7 +633,7 @@ mod tests {
 
     #[test]
     fn cursors_and_totals_are_read_from_a_page() {
-        let page = r#"{"runs":[],"next":"61626364","previous":null,"total":10042,"dropped":0}"#;
+        let page = r#"{"runs":[{"tasks":{"total":7,"done":3}}],"next":"61626364","previous":null,"total":10042,"dropped":0}"#;
         assert_eq!(json_number(page, "total"), Some(10042));
         assert_eq!(json_string(page, "next").as_deref(), Some("61626364"));
         assert_eq!(json_string(page, "previous"), None);
