@@ -30,6 +30,18 @@ impl Session {
         self.0.get().and_then(Result::ok)
     }
 
+    /// What the signed-in user may do with `permission` on a service owned by `owner` (or fleet-wide with
+    /// none); sign-in required until the session is loaded.
+    pub fn decide(
+        &self,
+        permission: shared::auth::Permission,
+        owner: Option<&str>,
+    ) -> shared::auth::Decision {
+        self.info()
+            .map(|info| info.decide(permission, owner))
+            .unwrap_or(shared::auth::Decision::SignInRequired)
+    }
+
     /// Replaces the session after signing in or out.
     pub fn set(&self, info: SessionInfo) {
         self.0.set(Some(Ok(info)));

@@ -658,26 +658,20 @@ fn generator_words(generator: &Json) -> String {
     };
     match kind.as_str() {
         "git" => {
-            let files: Vec<&str> = body
-                .get("files")
-                .and_then(Json::as_array)
-                .map(|f| {
-                    f.iter()
-                        .filter_map(|f| f.get("path").and_then(Json::as_str))
-                        .collect()
-                })
-                .unwrap_or_default();
-            let directories: Vec<&str> = body
-                .get("directories")
-                .and_then(Json::as_array)
-                .map(|d| {
-                    d.iter()
-                        .filter_map(|d| d.get("path").and_then(Json::as_str))
-                        .collect()
-                })
-                .unwrap_or_default();
+            // `files` and `directories` are lists of `{path}`.
+            let paths = |key: &str| -> Vec<&str> {
+                body.get(key)
+                    .and_then(Json::as_array)
+                    .map(|list| {
+                        list.iter()
+                            .filter_map(|p| p.get("path").and_then(Json::as_str))
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            };
+            let files = paths("files");
             if files.is_empty() {
-                format!("git directories {}", directories.join(", "))
+                format!("git directories {}", paths("directories").join(", "))
             } else {
                 format!("git files {}", files.join(", "))
             }

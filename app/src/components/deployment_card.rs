@@ -666,12 +666,7 @@ fn Actions(
     refresh: RwSignal<u32>,
 ) -> impl IntoView {
     let session = expect_context::<Session>();
-    let decide = move |permission| {
-        session
-            .info()
-            .map(|info| info.decide(permission, Some(&owner.get())))
-            .unwrap_or(shared::auth::Decision::SignInRequired)
-    };
+    let decide = move |permission| session.decide(permission, Some(&owner.get()));
     let move_service = service.clone();
     let sync = Action::new_local({
         let environment = environment.clone();

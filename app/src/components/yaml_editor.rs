@@ -16,7 +16,7 @@ use leptos::html::{Button, Textarea, Ul};
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use shared::ApiError;
-use shared::auth::{Decision, Permission};
+use shared::auth::Permission;
 use shared::config::{Diagnostic, EditFile, RuleContext, parse_platform_path, validate};
 use shared::delivery::{ChangePreview, PullRequestView};
 use wasm_bindgen::JsCast as _;
@@ -440,12 +440,7 @@ pub fn YamlFile(
     writable: bool,
 ) -> impl IntoView {
     let session = expect_context::<Session>();
-    let decision = Memo::new(move |_| {
-        session
-            .info()
-            .map(|info| info.decide(Permission::EditConfig, Some(&owner.get())))
-            .unwrap_or(Decision::SignInRequired)
-    });
+    let decision = Memo::new(move |_| session.decide(Permission::EditConfig, Some(&owner.get())));
     let editing = RwSignal::new(false);
     let edit_button: NodeRef<Button> = NodeRef::new();
     // Leaving the editor gives the focus back to Edit, so a keyboard user stays where they were.

@@ -11,7 +11,7 @@
 use leptos::lazy;
 use leptos::prelude::*;
 use shared::ApiError;
-use shared::auth::{Decision, Permission};
+use shared::auth::Permission;
 use shared::config::{
     ConfigResource, DerivedFile, EnvironmentConfig, RuleContext, RunningObject, ServiceConfig,
 };
@@ -112,12 +112,7 @@ fn ServiceConfigView(
 ) -> impl IntoView {
     let live = expect_context::<LiveFleet>();
     let session = expect_context::<Session>();
-    let decision = Memo::new(move |_| {
-        session
-            .info()
-            .map(|info| info.decide(Permission::EditConfig, Some(&owner.get())))
-            .unwrap_or(Decision::SignInRequired)
-    });
+    let decision = Memo::new(move |_| session.decide(Permission::EditConfig, Some(&owner.get())));
     let git = config.git_configured;
     let service = config.service.clone();
     let rules = StoredValue::new(config.rules.clone());

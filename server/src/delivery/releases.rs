@@ -390,23 +390,13 @@ fn record(
             .parse()
             .ok()
     });
+    let view = commit.view();
     ReleaseRecord {
         sha: commit.sha.clone(),
         version,
-        author: commit
-            .author
-            .as_ref()
-            .map(|a| a.login.clone())
-            .filter(|l| !l.is_empty())
-            .unwrap_or_else(|| commit.commit.author.name.clone()),
-        at: commit.commit.author.date.clone(),
+        author: view.author,
+        at: view.at,
         pr_number,
-        message: commit
-            .commit
-            .message
-            .lines()
-            .next()
-            .unwrap_or_default()
-            .to_string(),
+        message: view.message,
     }
 }

@@ -9,7 +9,7 @@ use leptos_router::NavigateOptions;
 use leptos_router::hooks::{use_navigate, use_query_map};
 use leptos_router::{LazyRoute, lazy_route};
 use shared::ApiError;
-use shared::auth::{Decision, Permission};
+use shared::auth::Permission;
 use shared::delivery::{
     AddDatabaseForm, ApplySchemaForm, ChangePreview, CreateDeploymentForm, DATABASE_SIZES,
     FieldError, OnboardForm, PullRequestView, Template, schema_version_of, validate_add_database,
@@ -187,12 +187,7 @@ pub fn CreatePage() -> impl IntoView {
     let state = Memo::new(move |_| {
         let template = template.get();
         let service = service.get();
-        let decide = |owner: Option<&str>| {
-            session
-                .info()
-                .map(|info| info.decide(Permission::RunTemplates, owner))
-                .unwrap_or(Decision::SignInRequired)
-        };
+        let decide = |owner: Option<&str>| session.decide(Permission::RunTemplates, owner);
         let decision = if template == Template::OnboardService {
             Some(decide(None))
         } else {
