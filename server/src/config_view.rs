@@ -585,6 +585,7 @@ pub fn platform_config(state: &AppState) -> PlatformConfig {
         .collect();
     application_sets.sort_by(|a, b| a.name.cmp(&b.name));
     let sources = state.fleet.sources();
+    let labels = state.fleet.cluster_labels();
     let clusters = state
         .platform_settings
         .connections
@@ -595,6 +596,11 @@ pub fn platform_config(state: &AppState) -> PlatformConfig {
                 name: name.clone(),
                 environment: source.environment.clone(),
                 connection: connection.clone(),
+                labels: source
+                    .environment
+                    .as_ref()
+                    .and_then(|environment| labels.get(environment).cloned())
+                    .unwrap_or_default(),
                 state: source.state.clone(),
             })
         })

@@ -87,6 +87,8 @@ pub struct Stores {
     pub applications: Store<DynamicObject>,
     /// Argo CD ApplicationSets (management), for the `/config` page.
     pub application_sets: Store<DynamicObject>,
+    /// Argo CD's cluster secrets (management), metadata only: their labels, never their credentials.
+    pub cluster_secrets: Store<kube::core::PartialObjectMeta<k8s_openapi::api::core::v1::Secret>>,
     /// Pyrra's ServiceLevelObjectives (management), found by the component label.
     pub slos: Store<DynamicObject>,
     /// Workload clusters by environment.
@@ -357,6 +359,22 @@ impl FleetModel {
             self.inner.stores.application_sets.state(),
             self.inner.stores.applications.state(),
         )
+    }
+
+    /// The labels Argo CD knows each workload cluster by, from its cluster secret's metadata, by the
+    /// secret's `environment` label (the label the platform's ApplicationSets select clusters with).
+    pub fn cluster_labels(&self) -> BTreeMap<String, BTreeMap<String, String>> {
+        self.inner
+            .stores
+            .cluster_secrets
+            .state()
+            .iter()
+            .filter_map(|secret| {
+                let mut labels = secret.metadata.labels.clone().unwrap_or_default();
+                labels.remove(watch::CLUSTER_SECRET_LABEL);
+                Some((labels.get("environment")?.clone(), labels))
+            })
+            .collect()
     }
 
     /// Every Database on the management cluster, as (environment, name).

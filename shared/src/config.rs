@@ -736,6 +736,9 @@ pub struct ClusterView {
     pub environment: Option<String>,
     /// How Tower reaches it: a URL, a kubeconfig context, or in-cluster.
     pub connection: String,
+    /// Its labels as Argo CD knows them (its cluster secret's, read as metadata only); empty for a cluster
+    /// Argo CD has no secret for (the management cluster it runs in).
+    pub labels: std::collections::BTreeMap<String, String>,
     /// Where its watches stand.
     pub state: crate::fleet::SourceState,
 }

@@ -317,6 +317,16 @@ impl Request<'_> {
             );
             list_meta["remainingItemCount"] = json!(remaining);
         }
+        if self.metadata_only() {
+            let items: Vec<Value> = page.iter().map(watch::partial_metadata).collect();
+            return Ok(Json(json!({
+                "apiVersion": "meta.k8s.io/v1",
+                "kind": "PartialObjectMetadataList",
+                "metadata": list_meta,
+                "items": items,
+            }))
+            .into_response());
+        }
         Ok(Json(json!({
             "apiVersion": rt.api_version(),
             "kind": format!("{}List", rt.kind),
@@ -387,6 +397,16 @@ impl Request<'_> {
         })
     }
 
+    /// Whether the client asked for metadata only (`Accept: application/json;as=PartialObjectMetadataList;…`
+    /// for a list, `…;as=PartialObjectMetadata;…` for a watch), as kube-rs's metadata watcher does.
+    fn metadata_only(&self) -> bool {
+        self.headers
+            .get_all(header::ACCEPT)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .any(|accept| accept.contains("as=PartialObjectMetadata"))
+    }
+
     fn watch_query(&self) -> Result<WatchQuery> {
         let after = match self.params.get("resourceVersion").map(String::as_str) {
             None | Some("" | "0") => None,
@@ -402,6 +422,7 @@ impl Request<'_> {
             send_initial_events: self.flag("sendInitialEvents"),
             bookmarks: self.flag("allowWatchBookmarks"),
             timeout,
+            metadata_only: self.metadata_only(),
         })
     }
 

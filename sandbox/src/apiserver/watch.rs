@@ -31,6 +31,35 @@ pub(crate) struct WatchQuery {
     pub(crate) bookmarks: bool,
     /// `timeoutSeconds`.
     pub(crate) timeout: Option<Duration>,
+    /// `Accept: …;as=PartialObjectMetadata;g=meta.k8s.io;v=v1`: objects reduced to their metadata, as
+    /// kube-rs's `metadata_watcher` asks (a client that may not read a kind's data can still watch its labels).
+    pub(crate) metadata_only: bool,
+}
+
+/// An object as a `PartialObjectMetadata`: its metadata and nothing else.
+pub(crate) fn partial_metadata(object: &Value) -> Value {
+    json!({
+        "apiVersion": "meta.k8s.io/v1",
+        "kind": "PartialObjectMetadata",
+        "metadata": object.get("metadata").cloned().unwrap_or_else(|| json!({})),
+    })
+}
+
+/// An event line with its object reduced to metadata (bookmarks and errors pass as they are).
+fn metadata_line(line: Bytes) -> Bytes {
+    let Ok(mut event) = serde_json::from_slice::<Value>(&line) else {
+        return line;
+    };
+    if matches!(
+        event["type"].as_str(),
+        Some("ADDED" | "MODIFIED" | "DELETED")
+    ) {
+        event["object"] = partial_metadata(&event["object"]);
+        let mut text = event.to_string();
+        text.push('\n');
+        return Bytes::from(text);
+    }
+    line
 }
 
 /// What the stream does next.
@@ -72,17 +101,25 @@ pub(crate) fn respond(
     let skip_through = from.unwrap_or(0);
     let mut live = subscription.live;
     let mut reachability = store.reachability();
+    let metadata_only = query.metadata_only;
+    let shape = move |line: Bytes| {
+        if metadata_only {
+            metadata_line(line)
+        } else {
+            line
+        }
+    };
     let body = Body::from_stream(async_stream::stream! {
         let mut last = subscription.resource_version;
         for object in subscription.initial.iter().filter(|o| selection.matches(o)) {
-            yield Ok::<_, Infallible>(event("ADDED", object));
+            yield Ok::<_, Infallible>(shape(event("ADDED", object)));
         }
         if query.send_initial_events {
             yield Ok(bookmark(last, true));
         }
         for change in &subscription.replay {
             if let Some(line) = project(change, &selection) {
-                yield Ok(line);
+                yield Ok(shape(line));
             }
         }
         let deadline = tokio::time::sleep(query.timeout.unwrap_or(NO_TIMEOUT));
@@ -112,7 +149,7 @@ pub(crate) fn respond(
                         continue;
                     }
                     if let Some(line) = project(&change, &selection) {
-                        yield Ok(line);
+                        yield Ok(shape(line));
                     }
                 }
             }

@@ -139,6 +139,52 @@ async fn a_watcher_sees_existing_objects_then_each_change_in_order() {
     assert_eq!(seen, ["apply c v=1", "apply a v=2", "delete b"]);
 }
 
+/// kube-rs's metadata-only requests (`Api<PartialObjectMeta<K>>`) get names and labels, never the data.
+#[tokio::test]
+async fn a_metadata_only_watcher_sees_labels_and_never_the_data() {
+    use kube::core::PartialObjectMeta;
+    let sandbox = Sandbox::start().await;
+    let store = sandbox.store("dev");
+    let mut secret_like = config_map("apps", "a", json!({"environment": "dev"}));
+    secret_like["data"] = json!({"v": "credential"});
+    store.create(secret_like).unwrap();
+
+    let api: Api<PartialObjectMeta<ConfigMap>> = Api::namespaced(sandbox.client("dev"), "apps");
+    let listed = within(api.list(&ListParams::default())).await.unwrap();
+    assert_eq!(names(listed.items.clone()), ["a"]);
+    let raw = serde_json::to_string(&listed.items).unwrap();
+    assert!(!raw.contains("credential"), "{raw}");
+
+    let mut events = watcher(api, watcher::Config::default()).boxed();
+    loop {
+        match within(events.next()).await.unwrap().unwrap() {
+            watcher::Event::InitApply(object) => {
+                assert_eq!(
+                    object.labels().get("environment").map(String::as_str),
+                    Some("dev")
+                );
+            }
+            watcher::Event::InitDone => break,
+            _ => {}
+        }
+    }
+    let mut changed = store.get("v1", "ConfigMap", Some("apps"), "a").unwrap();
+    changed["metadata"]["labels"]["environment"] = json!("prod");
+    changed["data"]["v"] = json!("another credential");
+    store.replace(changed).unwrap();
+    match within(events.next()).await.unwrap().unwrap() {
+        watcher::Event::Apply(object) => {
+            assert_eq!(
+                object.labels().get("environment").map(String::as_str),
+                Some("prod")
+            );
+            let raw = serde_json::to_string(&object).unwrap();
+            assert!(!raw.contains("credential"), "{raw}");
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
 #[tokio::test]
 async fn a_watch_resumed_from_a_resource_version_sees_only_later_events() {
     let sandbox = Sandbox::start().await;

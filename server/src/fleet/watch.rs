@@ -8,8 +8,9 @@ use std::sync::{Arc, Mutex};
 
 use futures::StreamExt as _;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Event, Namespace, Pod};
+use k8s_openapi::api::core::v1::{Event, Namespace, Pod, Secret};
 use kube::api::{ApiResource, DynamicObject};
+use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Api, Client, Resource, ResourceExt as _};
@@ -20,6 +21,11 @@ use tokio::sync::{broadcast, mpsc};
 
 use super::cards::CLAIM_NAMESPACE_LABEL;
 use super::{Dirty, Stores, WorkloadStores};
+
+/// Argo CD's namespace on the management cluster, where its cluster secrets live.
+pub const ARGOCD_NAMESPACE: &str = "argocd";
+/// The label marking a Secret as one of Argo CD's clusters (`…=cluster`).
+pub const CLUSTER_SECRET_LABEL: &str = "argocd.argoproj.io/secret-type";
 
 /// A kind watched by name rather than by a compiled-in type: a Crossplane claim or managed resource kind.
 #[derive(Debug, Clone)]
@@ -163,6 +169,16 @@ pub fn start(
                 |_: &DynamicObject| None,
             )
         },
+        // Metadata only (`PartialObjectMetadata`): the clusters' labels, never their credentials.
+        cluster_secrets: spawn_with(
+            Api::<PartialObjectMeta<Secret>>::namespaced(m.clone(), ARGOCD_NAMESPACE),
+            (),
+            watcher::Config::default().labels(&format!("{CLUSTER_SECRET_LABEL}=cluster")),
+            |_| {},
+            management.clone(),
+            dirty_tx.clone(),
+            |_: &PartialObjectMeta<Secret>| None,
+        ),
         slos: {
             let ar = argo_resource(
                 "pyrra.dev",
@@ -424,8 +440,9 @@ where
                     let _ = dirty.send(Dirty::All);
                 }
                 // An optional kind (Rollouts, claims, composed resources…) whose CRD is not installed on
-                // this cluster: nothing of it to show, and no reason to call the whole cluster down. The
-                // watcher keeps retrying with backoff, so the kind shows up once it is installed.
+                // this cluster, or one Tower's role may not list (Argo CD's cluster secrets): nothing of it
+                // to show, and no reason to call the whole cluster down. The watcher keeps retrying with
+                // backoff, so the kind shows up once it is installed or allowed.
                 Err(error) if is_kind_not_served(&error) => {
                     if !not_served_logged {
                         tracing::info!(cluster = %source.cluster, %error, "this kind is not served here; showing none");
@@ -458,7 +475,9 @@ fn by_label<K: Resource>(label: Arc<String>) -> impl Fn(&K) -> Option<String> + 
 pub(crate) fn is_kind_not_served(error: &watcher::Error) -> bool {
     match error {
         watcher::Error::InitialListFailed(kube::Error::Api(status))
-        | watcher::Error::WatchStartFailed(kube::Error::Api(status)) => status.is_not_found(),
+        | watcher::Error::WatchStartFailed(kube::Error::Api(status)) => {
+            status.is_not_found() || status.is_forbidden()
+        }
         _ => false,
     }
 }

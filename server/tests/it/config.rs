@@ -377,6 +377,18 @@ async fn the_config_page_lists_application_sets_with_what_they_generated_cluster
             ("prod", Some("prod"))
         ]
     );
+    // Argo CD's labels, read from its cluster secrets' metadata only.
+    assert_eq!(
+        config.clusters[1]
+            .labels
+            .get("environment")
+            .map(String::as_str),
+        Some("dev")
+    );
+    assert!(
+        config.clusters[0].labels.is_empty(),
+        "no secret for the management cluster"
+    );
     for cluster in &config.clusters {
         assert_eq!(cluster.state, SourceState::Connected, "{cluster:?}");
         assert!(
