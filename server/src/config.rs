@@ -287,6 +287,7 @@ fn flatten(prefix: &str, value: &serde_json::Value, out: &mut Vec<shared::config
             value: match other {
                 Value::String(s) => s.clone(),
                 Value::Array(_) => "(none)".into(),
+                Value::Null => "(not set)".into(),
                 other => other.to_string(),
             },
             secret: false,
@@ -482,7 +483,7 @@ impl TowerConfig {
             value: if std::env::var_os("TOWER_SESSION_SECRET").is_some() {
                 "set"
             } else {
-                "not set (sessions end when Tower restarts)"
+                "not set"
             }
             .into(),
             secret: true,

@@ -24,7 +24,7 @@ use shared::delivery::{
     BASE_BRANCH, Intent, RenderedFile, component_path, database_path, release_path, schema_path,
     unified_diff,
 };
-use shared::fleet::CommitView;
+use shared::fleet::{CommitView, SourceState};
 
 use crate::delivery::pull::Change;
 use crate::delivery::{Delivery, forge};
@@ -590,19 +590,20 @@ pub fn platform_config(state: &AppState) -> PlatformConfig {
         .platform_settings
         .connections
         .iter()
-        .filter_map(|(name, connection)| {
-            let source = sources.iter().find(|s| &s.cluster == name)?;
-            Some(ClusterView {
+        .map(|(name, connection)| {
+            // A configured cluster whose watches have not registered yet is still syncing.
+            let source = sources.iter().find(|s| &s.cluster == name);
+            let environment = source.and_then(|s| s.environment.clone());
+            ClusterView {
                 name: name.clone(),
-                environment: source.environment.clone(),
-                connection: connection.clone(),
-                labels: source
-                    .environment
+                labels: environment
                     .as_ref()
                     .and_then(|environment| labels.get(environment).cloned())
                     .unwrap_or_default(),
-                state: source.state.clone(),
-            })
+                environment,
+                connection: connection.clone(),
+                state: source.map_or(SourceState::Syncing, |s| s.state.clone()),
+            }
         })
         .collect();
     PlatformConfig {
