@@ -237,7 +237,7 @@ fn optimize_all(wasm_opt: &Path, jobs: &[(PathBuf, PathBuf)]) -> Result<()> {
                         let Some((input, output)) = jobs.get(i) else {
                             return Ok(());
                         };
-                        optimize(wasm_opt, input, output)?;
+                        optimize_or_strip(wasm_opt, input, output)?;
                     }
                 })
             })
@@ -248,6 +248,59 @@ fn optimize_all(wasm_opt: &Path, jobs: &[(PathBuf, PathBuf)]) -> Result<()> {
                 .map_err(|_| anyhow::anyhow!("a wasm-opt worker panicked"))?
         })
     })
+}
+
+/// Below this size a lazy module is only stripped of its custom sections (names, producers), not run through
+/// wasm-opt: most modules wasm-split writes are a few hundred bytes to a few kilobytes, where wasm-opt (binaryen
+/// compiled to wasm, started on node for each file) spends seconds starting up to save almost nothing.
+const SMALL_MODULE: u64 = 16 * 1024;
+
+/// `wasm-opt` from `input` to `output`, with the passes that give the fewest bytes after brotli; a module
+/// smaller than [`SMALL_MODULE`] only loses its custom sections.
+fn optimize_or_strip(wasm_opt: &Path, input: &Path, output: &Path) -> Result<()> {
+    let size = fs::metadata(input)
+        .with_context(|| format!("reading {}", display_path(input)))?
+        .len();
+    if size >= SMALL_MODULE {
+        return optimize(wasm_opt, input, output);
+    }
+    let bytes = fs::read(input).with_context(|| format!("reading {}", display_path(input)))?;
+    let stripped = strip_custom_sections(&bytes)
+        .with_context(|| format!("{} is not a wasm module", display_path(input)))?;
+    fs::write(output, stripped).with_context(|| format!("writing {}", display_path(output)))
+}
+
+/// `module` without its custom sections (id 0: `name`, `producers`, …), every other section copied as it is.
+fn strip_custom_sections(module: &[u8]) -> Option<Vec<u8>> {
+    const HEADER: usize = 8;
+    if module.get(..4)? != b"\0asm" {
+        return None;
+    }
+    let mut out = module.get(..HEADER)?.to_vec();
+    let mut at = HEADER;
+    while at < module.len() {
+        let id = *module.get(at)?;
+        let (size, read) = leb128_u32(module.get(at + 1..)?)?;
+        let end = at + 1 + read + usize::try_from(size).ok()?;
+        let section = module.get(at..end)?;
+        if id != 0 {
+            out.extend_from_slice(section);
+        }
+        at = end;
+    }
+    Some(out)
+}
+
+/// An unsigned LEB128 number at the start of `bytes` and how many bytes it took.
+fn leb128_u32(bytes: &[u8]) -> Option<(u32, usize)> {
+    let mut value: u32 = 0;
+    for (i, byte) in bytes.iter().take(5).enumerate() {
+        value |= u32::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            return Some((value, i + 1));
+        }
+    }
+    None
 }
 
 /// `wasm-opt` from `input` to `output`, with the passes that give the fewest bytes after brotli.
@@ -701,6 +754,29 @@ fn human(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn custom_sections_are_stripped_and_the_rest_kept() {
+        // magic, version; a type section (id 1, 4 bytes); a custom "name" section (id 0, 5 bytes); a
+        // function section (id 3, 2 bytes).
+        let module = [
+            b"\0asm".as_slice(),
+            &[1, 0, 0, 0],
+            &[1, 4, 1, 0x60, 0, 0],
+            &[0, 5, 4, b'n', b'a', b'm', b'e'],
+            &[3, 2, 1, 0],
+        ]
+        .concat();
+        let stripped = strip_custom_sections(&module).expect("a module");
+        assert_eq!(
+            stripped,
+            [b"\0asm".as_slice(), &[1, 0, 0, 0], &[1, 4, 1, 0x60, 0, 0], &[3, 2, 1, 0]].concat()
+        );
+        assert_eq!(strip_custom_sections(b"not wasm"), None);
+        // A section claiming more bytes than there are.
+        assert_eq!(strip_custom_sections(&[b"\0asm".as_slice(), &[1, 0, 0, 0], &[1, 9, 0]].concat()), None);
+        assert_eq!(leb128_u32(&[0xe5, 0x8e, 0x26]), Some((624_485, 3)));
+    }
 
     #[test]
     fn the_real_lockfile_pins_wasm_bindgen_and_its_cli_support_to_one_version() {
