@@ -5,7 +5,7 @@ use gloo_net::http::{Request, Response};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use shared::api::{self, Endpoint};
-use shared::config::{EditFile, ServiceConfig};
+use shared::config::{EditFile, PlatformConfig, ServiceConfig};
 use shared::delivery::{
     BuildView, ChangePreview, MovePreview, PullRequestView, ReleaseDetail, ReleasePage, Scaffold,
     SchemaVersionView,
@@ -80,6 +80,13 @@ pub async fn preview_config_edit(service: &str, edit: &EditFile) -> Result<Chang
 pub async fn submit_config_edit(service: &str, edit: &EditFile) -> Result<PullRequestView> {
     let body = json(edit)?;
     call::<api::SubmitConfigEdit>(&api::SubmitConfigEdit::url(service), Some(body)).await
+}
+
+/// The platform's own configuration: Argo CD's ApplicationSets and the Applications each generated, the
+/// clusters Tower reads and how their watches stand, and Tower's settings (a secret only says whether it is
+/// set).
+pub async fn get_platform_config() -> Result<PlatformConfig> {
+    call::<api::GetPlatformConfig>(&api::GetPlatformConfig::url(), None).await
 }
 
 /// The environments and their clusters' connections.

@@ -10,6 +10,7 @@ use shared::session::SessionInfo;
 
 use crate::api;
 use crate::live::LiveFleet;
+use crate::pages::config::platform::PlatformConfigRoute;
 use crate::pages::delivery::create::CreateRoute;
 use crate::pages::delivery::pulls::PullsRoute;
 use crate::pages::delivery::releases::{ReleaseDetailRoute, ReleasesRoute};
@@ -94,6 +95,7 @@ fn Shell() -> impl IntoView {
                 <A href="/releases" attr:data-testid="nav-releases">"Releases"</A>
                 <A href="/prs" attr:data-testid="nav-prs">"PRs"</A>
                 <A href="/pipelines" attr:data-testid="nav-pipelines">"Pipelines"</A>
+                <A href="/config" attr:data-testid="nav-config">"Config"</A>
             </nav>
             <StreamIndicator connected=live.connected />
             <UserMenu />
@@ -110,6 +112,7 @@ fn Shell() -> impl IntoView {
                 <Route path=path!("/prs") view={Lazy::<PullsRoute>::new()} />
                 <Route path=path!("/pipelines") view={Lazy::<PipelinesRoute>::new()} />
                 <Route path=path!("/pipelines/:namespace/:name") view={Lazy::<PipelineRunRoute>::new()} />
+                <Route path=path!("/config") view={Lazy::<PlatformConfigRoute>::new()} />
             </Routes>
         </main>
     }

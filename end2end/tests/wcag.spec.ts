@@ -271,6 +271,15 @@ const CHECKS: Record<string, State[]> = {
     { name: 'loading', who: 'guest', reach: async (page) => { await hold(page, '**/api/v1/pulls'); await page.goto('/prs'); await visible(page, 'loading'); } },
     { name: 'error', who: 'guest', reach: async (page) => { await failWith503(page, '**/api/v1/pulls'); await page.goto('/prs'); await visible(page, 'error'); } },
   ],
+  '/config': [
+    { name: 'every section, guest', who: 'guest', reach: async (page) => { await page.goto('/config'); await visible(page, 'application-set'); await visible(page, 'cluster'); await visible(page, 'setting'); } },
+    {
+      name: 'settings filtered to nothing', who: 'guest',
+      reach: async (page) => { await page.goto('/config?section=settings&q=no-such-key'); await visible(page, 'no-matching-settings'); },
+    },
+    { name: 'loading', who: 'guest', reach: async (page) => { await hold(page, '**/api/v1/config'); await page.goto('/config'); await visible(page, 'loading'); } },
+    { name: 'error', who: 'guest', reach: async (page) => { await failWith503(page, '**/api/v1/config'); await page.goto('/config'); await visible(page, 'error'); } },
+  ],
   '*': [
     { name: 'an unknown address', who: 'guest', reach: async (page) => { await page.goto('/no/such/page'); await visible(page, 'not-found'); } },
   ],
