@@ -770,11 +770,20 @@ mod tests {
         let stripped = strip_custom_sections(&module).expect("a module");
         assert_eq!(
             stripped,
-            [b"\0asm".as_slice(), &[1, 0, 0, 0], &[1, 4, 1, 0x60, 0, 0], &[3, 2, 1, 0]].concat()
+            [
+                b"\0asm".as_slice(),
+                &[1, 0, 0, 0],
+                &[1, 4, 1, 0x60, 0, 0],
+                &[3, 2, 1, 0]
+            ]
+            .concat()
         );
         assert_eq!(strip_custom_sections(b"not wasm"), None);
         // A section claiming more bytes than there are.
-        assert_eq!(strip_custom_sections(&[b"\0asm".as_slice(), &[1, 0, 0, 0], &[1, 9, 0]].concat()), None);
+        assert_eq!(
+            strip_custom_sections(&[b"\0asm".as_slice(), &[1, 0, 0, 0], &[1, 9, 0]].concat()),
+            None
+        );
         assert_eq!(leb128_u32(&[0xe5, 0x8e, 0x26]), Some((624_485, 3)));
     }
 
