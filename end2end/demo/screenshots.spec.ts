@@ -26,4 +26,16 @@ test('the Overview and a service page, as a guest sees them', async ({ page }) =
   await expect(page.getByTestId('metric-chart')).toHaveCount(8);
   await expect(page.getByTestId('deploy-marker').first()).toBeVisible();
   await page.screenshot({ path: path.join(docs, 'metrics.png') });
+  // catalog's newest run: lint and test side by side, the failed test, the finally group.
+  await page.setViewportSize({ width: 1280, height: 720 });
+  await page.goto('/services/catalog?tab=pipelines');
+  await page.getByTestId('run-link').first().click();
+  await expect(page.getByTestId('dag')).toHaveAttribute('data-layout-ms', /\d/);
+  await page.screenshot({ path: path.join(docs, 'pipelines.png') });
+  // cart's Config tab in prod: the Release drifted on the cluster, the field named and the diff shown.
+  await page.setViewportSize({ width: 1280, height: 1000 });
+  await page.goto('/services/cart?tab=config&env=prod');
+  await expect(page.getByTestId('drift-chip').first()).toBeVisible();
+  await page.getByTestId('drift-chip').first().scrollIntoViewIfNeeded();
+  await page.screenshot({ path: path.join(docs, 'config.png') });
 });
