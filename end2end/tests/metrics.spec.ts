@@ -107,7 +107,9 @@ function fakeView() {
       query,
       series: index < 2 ? [] : [{ label: query, points }],
       ...(index === 0
-        ? { error: { message: 'The metrics store is unreachable', since: new Date((end - 300) * 1000).toISOString() } }
+        // 5.5 min before `end`: `end` is up to 15 s behind the browser's clock and the page's clock ticks every
+        // 15 s, so the age reads "5 min ago" whenever the page draws it (exactly 5 min could read 4).
+        ? { error: { message: 'The metrics store is unreachable', since: new Date((end - 330) * 1000).toISOString() } }
         : {}),
     })),
     deploys: [{ at: end - 600, version: 'abc1234', previous: '0ff1ce0' }],
