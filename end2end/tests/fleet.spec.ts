@@ -1,5 +1,5 @@
 import { test, expect, type Page } from '@playwright/test';
-import { signInAsGuest, signInAs, card } from './session';
+import { signInAsGuest, signInAs, card, focusNothing } from './session';
 
 // The Fleet area against the sandbox's fixtures: catalog-prod is OutOfSync; recommendations dev is Degraded
 // with a crash-looping pod and its BackOff warnings; ledger runs a worker Deployment; checkout prod has a
@@ -51,7 +51,7 @@ test('filters and search live in the URL and survive a reload', async ({ page })
 
   // Search joins the other filters, and `/` focuses it.
   await page.goto('/?team=payments');
-  await page.locator('body').click();
+  await focusNothing(page);
   await page.keyboard.press('/');
   await expect(page.getByTestId('search')).toBeFocused();
   await page.keyboard.type('ledger');

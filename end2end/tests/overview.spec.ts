@@ -1,5 +1,5 @@
 import { test, expect } from '@playwright/test';
-import { sandboxUrl, signInAsGuest } from './session';
+import { sandboxUrl, signInAsGuest, focusNothing } from './session';
 
 // Every test starts as a guest: the sign-in page's "Continue as guest" sets the session cookie.
 test.beforeEach(async ({ page }) => {
@@ -65,7 +65,7 @@ test('search narrows the list and lives in the URL', async ({ page }) => {
   await expect(page).toHaveURL(/\?q=ledger$/);
   await expect(page.getByTestId('service-row')).toHaveCount(1);
   await page.keyboard.press('Escape');
-  await page.locator('body').click();
+  await focusNothing(page);
   await page.keyboard.press('/');
   await expect(page.getByTestId('search')).toBeFocused();
 });

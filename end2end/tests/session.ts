@@ -45,3 +45,11 @@ export async function signInAs(page: Page, login: 'ada' | 'linus', path = '/') {
 /** The service page's deployment card for `env`. */
 export const card = (page: Page, env: string) =>
   page.locator(`[data-testid="deployment-card"][data-env="${env}"]`);
+
+/**
+ * Leaves the keyboard focus on the page itself, as a user does by clicking empty space. A click on `body`
+ * lands on its centre, which on a loaded Overview is a row's version link, so it would navigate instead.
+ */
+export async function focusNothing(page: Page) {
+  await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
+}
