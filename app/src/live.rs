@@ -260,7 +260,10 @@ impl LiveFleet {
                     runs.record(namespace.clone(), name.clone(), RunChange::Removed);
                 });
             }
-            FleetEvent::ServiceUpserted { .. } | FleetEvent::ServiceRemoved { .. } => {}
+            FleetEvent::ServiceUpserted { .. }
+            | FleetEvent::ServiceRemoved { .. }
+            | FleetEvent::PullRequestUpdated { .. }
+            | FleetEvent::ReleasesChanged => {}
         }
         let is_snapshot = matches!(delta, FleetEvent::Snapshot { .. });
         let changes_services = matches!(

@@ -211,7 +211,30 @@ struct Inner {
     merges: broadcast::Sender<MergeEvent>,
     /// The App's verification keys, parsed once.
     keys: Vec<jsonwebtoken::DecodingKey>,
+    /// Where webhooks go and the secret they are signed with, once someone subscribed.
+    webhooks: std::sync::RwLock<Option<WebhookTarget>>,
 }
+
+/// Where the forge delivers its webhooks, as a GitHub App's webhook URL and secret.
+#[derive(Clone)]
+pub struct WebhookTarget {
+    /// The receiver, e.g. `http://127.0.0.1:8080/api/v1/webhooks/github`.
+    pub url: String,
+    /// The HMAC-SHA256 secret every delivery's `X-Hub-Signature-256` is computed with.
+    pub secret: String,
+}
+
+impl std::fmt::Debug for WebhookTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookTarget")
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The webhook secret of the demo App (TEST-ONLY, like its private key): `serve --sandbox` configures Tower
+/// with it and points the forge's deliveries at Tower.
+pub const DEMO_WEBHOOK_SECRET: &str = "tower-sandbox-webhook-secret";
 
 /// A handle on the forge: cheap to clone, shared by its routes, the sandbox and tests.
 #[derive(Clone)]
@@ -309,6 +332,7 @@ impl Forge {
                 state: Mutex::new(state),
                 merges,
                 keys,
+                webhooks: std::sync::RwLock::new(None),
             }),
         })
     }
@@ -316,6 +340,25 @@ impl Forge {
     /// The demo App: its id and its TEST-ONLY private key (PEM), for Tower's configuration in the demo.
     pub fn demo_app() -> (u64, String) {
         (DEMO_APP_ID, DEMO_PRIVATE_KEY.into())
+    }
+
+    /// Delivers the forge's webhooks (`push`, `pull_request`, `pull_request_review`, `check_run`) to
+    /// `target` from now on, signed with its secret; `None` stops delivering.
+    pub fn deliver_webhooks_to(&self, target: Option<WebhookTarget>) {
+        *self
+            .inner
+            .webhooks
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = target;
+    }
+
+    /// Where webhooks are delivered now, if anywhere.
+    pub fn webhook_target(&self) -> Option<WebhookTarget> {
+        self.inner
+            .webhooks
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// The configuration the forge runs with.

@@ -22,8 +22,8 @@ use kube::api::DynamicObject;
 use kube::runtime::reflector::Store;
 use shared::crd::{Component, Database, DatabaseSchema, Release};
 use shared::fleet::{
-    ActivityItem, ActivityKind, DatabaseView, DeploymentCard, FleetEvent, Health, SchemaCheckView,
-    ServiceDetail, ServiceSummary, SourceState, SourceStatus,
+    ActivityItem, ActivityKind, CatalogState, DatabaseView, DeploymentCard, FleetEvent, Health,
+    SchemaCheckView, ServiceDetail, ServiceSummary, SourceState, SourceStatus,
 };
 use shared::metrics::DeployMarker;
 use tokio::sync::{broadcast, mpsc, watch as tokio_watch};
@@ -441,6 +441,7 @@ impl FleetModel {
                     name: db.spec.name.clone(),
                     environment: db.spec.environment.clone(),
                     size: format!("{:?}", db.spec.size).to_lowercase(),
+                    engine: format!("{:?}", db.spec.engine).to_lowercase(),
                     available: status.available,
                     endpoint: status.endpoint.clone(),
                     up_to_date: !card_schema.as_ref().is_some_and(|s| s.behind),
@@ -926,6 +927,7 @@ pub fn summarize(component: &Component, cards: &[DeploymentCard]) -> ServiceSumm
         depends_on: spec.depends_on.clone(),
         environments: cards.iter().map(cell).collect(),
         catalog: None,
+        catalog_state: CatalogState::Unread,
     }
 }
 

@@ -9,6 +9,7 @@
 
 use crate::auth::Permission;
 use crate::config::{EditFile, PlatformConfig, ServiceConfig};
+use crate::databases::DatabaseDetail;
 use crate::delivery::{
     AddDatabaseForm, ApplySchemaForm, BuildView, ChangePreview, CreateDeploymentForm, MovePreview,
     OnboardForm, PullRequestView, ReleaseDetail, ReleasePage, Scaffold, SchemaVersionView,
@@ -271,6 +272,17 @@ endpoints! {
     /// The platform's configuration: ApplicationSets and what they generated, the clusters, Tower's settings.
     GetPlatformConfig: Get "/config" (), Fleet(Permission::ReadFleet);
         () => PlatformConfig;
+    /// Every Database in every environment, by environment then name.
+    ListAllDatabases: Get "/databases" (), Fleet(Permission::ReadFleet);
+        () => Vec<DatabaseView>;
+    /// One database: its checks (error texts for owners of a bound service only) and its schema's history.
+    GetDatabase: Get "/databases/{env}/{database}" (environment, database), Fleet(Permission::ReadFleet);
+        () => DatabaseDetail;
+    /// GitHub's webhook (`push`, `pull_request`, `pull_request_review`, `check_run`), verified by its
+    /// `X-Hub-Signature-256` HMAC against the configured secret: 401 and no effect otherwise, 204 when taken.
+    /// Not Tower's page calling, so no session and no CSRF header: the signature is the credential.
+    GithubWebhook: Post "/webhooks/github" (), Public;
+        serde_json::Value => ();
     /// The environments and their clusters' connections.
     ListEnvironments: Get "/environments" (), Fleet(Permission::ReadFleet);
         () => Vec<EnvironmentView>;
@@ -566,6 +578,7 @@ mod tests {
                 StepLogQuery::default(),
             ),
             DownloadStepLog::url("payments", "tekton-ci", "r", "test", "unit"),
+            GetDatabase::url("prod", "payments-db"),
         ];
         for url in &urls {
             assert!(!url.contains('{'), "{url}");
@@ -577,6 +590,7 @@ mod tests {
             "/api/v1/services/payments/pipelines/tekton-ci/r/tasks/test/steps/unit/log?follow=false"
         );
         assert_eq!(urls[2], "/api/v1/services/payments/environments/dev/sync");
+        assert_eq!(urls[24], "/api/v1/databases/prod/payments-db");
         assert_eq!(
             urls[16],
             "/api/v1/services/payments/environments/prod/metrics?range=7d"

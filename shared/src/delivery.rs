@@ -775,6 +775,150 @@ pub struct PullRequestView {
     pub merged_at: Option<String>,
     /// Its labels.
     pub labels: Vec<String>,
+    /// Each reviewer's latest review, oldest first.
+    #[serde(default)]
+    pub reviews: Vec<ReviewView>,
+    /// What keeps it from merging now (open pull requests only; empty when it can merge), from
+    /// [`merge_blockers`].
+    #[serde(default)]
+    pub blockers: Vec<MergeBlocker>,
+}
+
+/// A reviewer's latest review of a pull request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReviewView {
+    /// Their login.
+    pub reviewer: String,
+    /// What they said.
+    pub state: ReviewState,
+    /// When (RFC 3339), when the forge says.
+    pub at: Option<String>,
+}
+
+/// GitHub's review states, the ones that count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReviewState {
+    /// `APPROVED`.
+    Approved,
+    /// `CHANGES_REQUESTED`.
+    ChangesRequested,
+    /// `COMMENTED`.
+    Commented,
+    /// `DISMISSED`.
+    Dismissed,
+}
+
+impl ReviewState {
+    /// From GitHub's `state` (`APPROVED`, …); `None` for `PENDING` (a draft review nobody else sees) and
+    /// anything unknown.
+    pub fn parse(github: &str) -> Option<Self> {
+        match github {
+            "APPROVED" => Some(ReviewState::Approved),
+            "CHANGES_REQUESTED" => Some(ReviewState::ChangesRequested),
+            "COMMENTED" => Some(ReviewState::Commented),
+            "DISMISSED" => Some(ReviewState::Dismissed),
+            _ => None,
+        }
+    }
+}
+
+/// One thing that keeps an open pull request from merging.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum MergeBlocker {
+    /// It conflicts with main.
+    Conflicts,
+    /// These checks concluded other than success, neutral or skipped.
+    ChecksFailed {
+        /// Their names.
+        checks: Vec<String>,
+    },
+    /// Checks are queued or running.
+    ChecksRunning,
+    /// Nobody has approved it yet.
+    ApprovalRequired,
+    /// These reviewers asked for changes.
+    ChangesRequested {
+        /// Their logins.
+        by: Vec<String>,
+    },
+}
+
+impl MergeBlocker {
+    /// A sentence for the PRs page.
+    pub fn sentence(&self) -> String {
+        match self {
+            MergeBlocker::Conflicts => "Conflicts with main".into(),
+            MergeBlocker::ChecksFailed { checks } => format!("Failed: {}", checks.join(", ")),
+            MergeBlocker::ChecksRunning => "Checks are running".into(),
+            MergeBlocker::ApprovalRequired => "Needs an approval".into(),
+            MergeBlocker::ChangesRequested { by } => {
+                format!("Changes requested by {}", by.join(", "))
+            }
+        }
+    }
+}
+
+/// What keeps a pull request from merging: conflicts, then failed or running checks, then reviews (changes
+/// requested, or no approval). Empty for a pull request that is not open.
+pub fn merge_blockers(
+    state: PullState,
+    mergeable: Option<bool>,
+    checks: &[CheckView],
+    reviews: &[ReviewView],
+) -> Vec<MergeBlocker> {
+    if state != PullState::Open {
+        return Vec::new();
+    }
+    let mut blockers = Vec::new();
+    if mergeable == Some(false) {
+        blockers.push(MergeBlocker::Conflicts);
+    }
+    let failed: Vec<String> = checks
+        .iter()
+        .filter(|c| {
+            c.status == "completed"
+                && !matches!(
+                    c.conclusion.as_deref(),
+                    Some("success" | "neutral" | "skipped")
+                )
+        })
+        .map(|c| c.name.clone())
+        .collect();
+    if !failed.is_empty() {
+        blockers.push(MergeBlocker::ChecksFailed { checks: failed });
+    }
+    if checks.iter().any(|c| c.status != "completed") {
+        blockers.push(MergeBlocker::ChecksRunning);
+    }
+    let changes: Vec<String> = reviews
+        .iter()
+        .filter(|r| r.state == ReviewState::ChangesRequested)
+        .map(|r| r.reviewer.clone())
+        .collect();
+    if !changes.is_empty() {
+        blockers.push(MergeBlocker::ChangesRequested { by: changes });
+    } else if !reviews.iter().any(|r| r.state == ReviewState::Approved) {
+        blockers.push(MergeBlocker::ApprovalRequired);
+    }
+    blockers
+}
+
+/// Each reviewer's latest review that counts, oldest first: GitHub lists every review ever submitted, and a
+/// later comment does not undo an approval.
+pub fn latest_reviews(all: impl IntoIterator<Item = ReviewView>) -> Vec<ReviewView> {
+    let mut latest: Vec<ReviewView> = Vec::new();
+    for review in all {
+        if review.state == ReviewState::Commented
+            && latest.iter().any(|r| r.reviewer == review.reviewer)
+        {
+            continue;
+        }
+        latest.retain(|r| r.reviewer != review.reviewer);
+        latest.push(review);
+    }
+    latest
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -847,6 +991,13 @@ pub struct ReleaseRecord {
     pub pr_number: Option<u64>,
     /// The commit message's first line.
     pub message: String,
+    /// Who approved the pull request that brought it, and when.
+    #[serde(default)]
+    pub approvals: Vec<ReviewView>,
+    /// The service whose Release it changed, when one did (the Releases page lists every service's records
+    /// when none is chosen).
+    #[serde(default)]
+    pub service: Option<String>,
 }
 
 /// One page of release records, newest first.

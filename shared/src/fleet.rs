@@ -33,6 +33,26 @@ pub struct ServiceSummary {
     /// What the repository's `catalog-info.yaml` says, once read.
     #[serde(default)]
     pub catalog: Option<CatalogInfo>,
+    /// Where the service stands in the catalog: found, missing its file, not onboarded, or not read yet.
+    #[serde(default)]
+    pub catalog_state: CatalogState,
+}
+
+/// How a service relates to the catalog (`catalog-info.yaml` in its repository) and to the platform (its
+/// `Component`). Services are the union of both.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CatalogState {
+    /// The organisation has not been scanned yet, or the file could not be read: nothing to say.
+    #[default]
+    Unread,
+    /// A Component whose repository has a `catalog-info.yaml`: the normal case.
+    Found,
+    /// A Component whose repository has no `catalog-info.yaml` (a warning on its page).
+    Missing,
+    /// A repository with a `catalog-info.yaml` and no Component: in the catalog, not on the platform yet.
+    /// It has no environments; its page offers Onboard.
+    NotOnboarded,
 }
 
 /// The parts of a service's `catalog-info.yaml` (Backstage format) Tower shows.
@@ -48,6 +68,32 @@ pub struct CatalogInfo {
     pub tags: Vec<String>,
     /// `metadata.links`.
     pub links: Vec<CatalogLink>,
+    /// `metadata.name`.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// `metadata.description`.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// `spec.owner` without its `group:` prefix.
+    #[serde(default)]
+    pub owner: Option<String>,
+    /// Who is on call, from the on-call annotation (`pagerduty.com/service-id`, `opsgenie.com/team`, …) as
+    /// `(provider, value)`.
+    #[serde(default)]
+    pub on_call: Option<CatalogAnnotation>,
+    /// The annotations Tower knows the meaning of (source location, TechDocs, on-call, project slug), in file
+    /// order; others are not shown.
+    #[serde(default)]
+    pub annotations: Vec<CatalogAnnotation>,
+}
+
+/// One annotation of `catalog-info.yaml` Tower shows.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct CatalogAnnotation {
+    /// The key, e.g. `backstage.io/techdocs-ref`.
+    pub key: String,
+    /// Its value.
+    pub value: String,
 }
 
 /// A link from `catalog-info.yaml`.
@@ -74,6 +120,53 @@ pub struct EnvironmentCell {
     pub drift: bool,
     /// When the environment's cluster became unreachable (RFC 3339), if it is.
     pub unreachable_since: Option<String>,
+    /// What else is wrong beyond sync and health, each its own chip and fleet count.
+    #[serde(default)]
+    pub problems: Vec<CellProblem>,
+}
+
+/// A problem of a service in one environment that Argo CD's sync and health do not show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CellProblem {
+    /// An ExternalSecret has not refreshed within its interval (or is not ready).
+    StaleSecret,
+    /// A Crossplane claim or one of its composed resources is not ready or not synced.
+    CompositionError,
+    /// The code running ships a migration the database does not have.
+    SchemaBehind,
+    /// A schema check of the environment's database failed.
+    SchemaCheckFailed,
+}
+
+impl CellProblem {
+    /// Every problem, in the order chips and counts show them.
+    pub const ALL: [CellProblem; 4] = [
+        CellProblem::StaleSecret,
+        CellProblem::CompositionError,
+        CellProblem::SchemaBehind,
+        CellProblem::SchemaCheckFailed,
+    ];
+
+    /// As the URL and `data-` attributes spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CellProblem::StaleSecret => "stale-secret",
+            CellProblem::CompositionError => "composition-error",
+            CellProblem::SchemaBehind => "schema-behind",
+            CellProblem::SchemaCheckFailed => "schema-check-failed",
+        }
+    }
+
+    /// The chip's words.
+    pub fn label(self) -> &'static str {
+        match self {
+            CellProblem::StaleSecret => "Stale secret",
+            CellProblem::CompositionError => "Composition error",
+            CellProblem::SchemaBehind => "Schema behind",
+            CellProblem::SchemaCheckFailed => "Schema check failed",
+        }
+    }
 }
 
 /// Argo CD's sync status vocabulary.
@@ -562,6 +655,14 @@ pub enum FleetEvent {
         /// The run as it is now.
         run: crate::pipelines::PipelineRunSummary,
     },
+    /// One of Tower's pull requests changed (opened, a check or review arrived, merged, closed): sent when
+    /// the forge's webhook says so, or the slow backup poll notices.
+    PullRequestUpdated {
+        /// The pull request as it is now.
+        pull: crate::delivery::PullRequestView,
+    },
+    /// The GitOps repository's main moved: release records (and the Releases page) are stale.
+    ReleasesChanged,
     /// A pipeline run went away (pruned, or dropped from Tower's bounded history).
     PipelineRunRemoved {
         /// Its namespace.
@@ -645,7 +746,9 @@ impl Fleet {
             | FleetEvent::SourceChanged { .. }
             | FleetEvent::Activity { .. }
             | FleetEvent::PipelineRunUpdated { .. }
-            | FleetEvent::PipelineRunRemoved { .. } => {}
+            | FleetEvent::PipelineRunRemoved { .. }
+            | FleetEvent::PullRequestUpdated { .. }
+            | FleetEvent::ReleasesChanged => {}
         }
     }
 
@@ -811,6 +914,33 @@ mod tests {
                 namespace: "tekton-ci".into(),
                 name: "payments-build-abc1234".into(),
             },
+            FleetEvent::PullRequestUpdated {
+                pull: crate::delivery::PullRequestView {
+                    number: 7,
+                    url: "https://github.example/acme/application-repositories/pull/7".into(),
+                    branch: "tower/promote/payments".into(),
+                    title: "Promote payments to prod".into(),
+                    state: crate::delivery::PullState::Open,
+                    checks: vec![],
+                    ci: crate::delivery::CiState::None,
+                    mergeable: Some(true),
+                    reused: false,
+                    intent: None,
+                    service: Some("payments".into()),
+                    environment: Some("prod".into()),
+                    author: "tower[bot]".into(),
+                    created_at: "2026-12-02T10:00:00Z".into(),
+                    merged_at: None,
+                    labels: vec![],
+                    reviews: vec![crate::delivery::ReviewView {
+                        reviewer: "grace".into(),
+                        state: crate::delivery::ReviewState::Approved,
+                        at: Some("2026-12-02T10:01:00Z".into()),
+                    }],
+                    blockers: vec![],
+                },
+            },
+            FleetEvent::ReleasesChanged,
         ];
         for event in &events {
             match event {
@@ -821,7 +951,9 @@ mod tests {
                 | FleetEvent::SourceChanged { .. }
                 | FleetEvent::Activity { .. }
                 | FleetEvent::PipelineRunUpdated { .. }
-                | FleetEvent::PipelineRunRemoved { .. } => {}
+                | FleetEvent::PipelineRunRemoved { .. }
+                | FleetEvent::PullRequestUpdated { .. }
+                | FleetEvent::ReleasesChanged => {}
             }
         }
         events
@@ -832,7 +964,7 @@ mod tests {
         let events = one_of_each();
         let kinds: std::collections::HashSet<_> =
             events.iter().map(std::mem::discriminant).collect();
-        assert_eq!(kinds.len(), 8, "one sample per variant");
+        assert_eq!(kinds.len(), 10, "one sample per variant");
         for event in events {
             let wire = serde_json::to_string(&event).unwrap_or_default();
             assert_eq!(FleetEvent::decode(&wire), Some(event), "{wire}");
@@ -872,6 +1004,9 @@ pub struct DatabaseView {
     pub environment: String,
     /// `small`, `medium`, `large`.
     pub size: String,
+    /// `postgres`.
+    #[serde(default)]
+    pub engine: String,
     /// Accepts connections.
     pub available: bool,
     /// `host:port`, when available.

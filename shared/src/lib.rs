@@ -6,6 +6,7 @@
 pub mod api;
 pub mod auth;
 pub mod config;
+pub mod databases;
 pub mod delivery;
 pub mod error;
 pub mod fleet;

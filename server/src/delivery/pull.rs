@@ -20,7 +20,7 @@ use futures::StreamExt as _;
 use shared::delivery::{
     BASE_BRANCH, BRANCH_PREFIX, ChangePreview, CheckView, CiState, Intent, PullRequestView,
     PullState, RenderedFile, TOWER_LABEL, diff_files, is_tower_branch, is_writable_path,
-    parse_branch, roll_up_checks,
+    merge_blockers, parse_branch, roll_up_checks,
 };
 
 use super::{Delivery, Error, Result, forge};
@@ -201,6 +201,7 @@ pub fn view(pull: &Pull, checks: Vec<CheckView>, reused: bool) -> PullRequestVie
         ("open", None) => PullState::Open,
         _ => PullState::Closed,
     };
+    let checks_for_blockers = checks.clone();
     PullRequestView {
         number: pull.number,
         url: pull.html_url.clone(),
@@ -226,6 +227,8 @@ pub fn view(pull: &Pull, checks: Vec<CheckView>, reused: bool) -> PullRequestVie
         created_at: pull.created_at.clone(),
         merged_at: pull.merged_at.clone(),
         labels: pull.labels.iter().map(|l| l.name.clone()).collect(),
+        blockers: merge_blockers(state, pull.mergeable, &checks_for_blockers, &[]),
+        reviews: Vec::new(),
     }
 }
 

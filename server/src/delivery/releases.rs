@@ -398,5 +398,7 @@ fn record(
         at: view.at,
         pr_number,
         message: view.message,
+        approvals: Vec::new(),
+        service: None,
     }
 }

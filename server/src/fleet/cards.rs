@@ -10,7 +10,7 @@ use kube::api::DynamicObject;
 use serde_json::Value;
 use shared::crd::{DatabaseSchema, Release};
 use shared::fleet::{
-    ActivityItem, ActivityKind, ApplicationView, CloudResourceView, CommitView,
+    ActivityItem, ActivityKind, ApplicationView, CellProblem, CloudResourceView, CommitView,
     ComposedResourceView, DeploymentCard, EVENTS_SHOWN, EnvironmentCell, EventView, Health,
     OperationView, PodView, ReleaseView, RolloutStep, RolloutView, SchemaView, SecretView,
     SyncStatus, WorkloadView,
@@ -638,7 +638,31 @@ pub fn cell(card: &DeploymentCard) -> EnvironmentCell {
         health,
         drift: version_drift || sync == SyncStatus::OutOfSync,
         unreachable_since: card.unreachable_since.clone(),
+        problems: problems(card),
     }
+}
+
+/// What is wrong in `card` beyond sync and health, in [`CellProblem::ALL`]'s order.
+pub fn problems(card: &DeploymentCard) -> Vec<CellProblem> {
+    let stale_secret = card.secrets.iter().any(|s| s.stale || !s.ready);
+    let composition_error = card.cloud_resources.iter().any(|claim| {
+        !claim.ready || !claim.synced || claim.composed.iter().any(|c| !c.ready || !c.synced)
+    });
+    let schema_behind = card.schema.as_ref().is_some_and(|s| s.behind);
+    let schema_check_failed = card
+        .schema
+        .as_ref()
+        .is_some_and(|s| s.failed_check.is_some());
+    CellProblem::ALL
+        .into_iter()
+        .zip([
+            stale_secret,
+            composition_error,
+            schema_behind,
+            schema_check_failed,
+        ])
+        .filter_map(|(problem, present)| present.then_some(problem))
+        .collect()
 }
 
 #[cfg(test)]

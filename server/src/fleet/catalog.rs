@@ -70,6 +70,7 @@ pub fn parse(text: &str) -> Option<CatalogInfo> {
                 url: l.url,
             })
             .collect(),
+        ..CatalogInfo::default()
     })
 }
 
@@ -77,6 +78,19 @@ pub fn parse(text: &str) -> Option<CatalogInfo> {
 #[derive(Clone, Default)]
 pub struct Catalog {
     entries: Arc<RwLock<BTreeMap<String, CatalogInfo>>>,
+    /// Whether the organisation has been scanned once: before that, a missing entry says nothing.
+    scanned: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// What the catalog knows of one repository.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup {
+    /// Not scanned yet.
+    Unread,
+    /// Scanned, and it has no readable `catalog-info.yaml`.
+    Missing,
+    /// Its `catalog-info.yaml`.
+    Found(CatalogInfo),
 }
 
 impl Catalog {
@@ -87,6 +101,26 @@ impl Catalog {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(repository)
             .cloned()
+    }
+
+    /// What the catalog says of `repository`.
+    pub fn lookup(&self, repository: &str) -> Lookup {
+        match self.get(repository) {
+            Some(info) => Lookup::Found(info),
+            None if self.scanned.load(std::sync::atomic::Ordering::Acquire) => Lookup::Missing,
+            None => Lookup::Unread,
+        }
+    }
+
+    /// Every repository with a `catalog-info.yaml`, by `org/name`: the services the catalog knows, onboarded
+    /// or not.
+    pub fn entries(&self) -> Vec<(String, CatalogInfo)> {
+        self.entries
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .map(|(repository, info)| (repository.clone(), info.clone()))
+            .collect()
     }
 
     /// Scans `organisation` now and then every few minutes, marking everything dirty when something changed.
@@ -105,7 +139,10 @@ impl Catalog {
                             .entries
                             .write()
                             .unwrap_or_else(std::sync::PoisonError::into_inner);
-                        if *entries != found {
+                        let first = !catalog
+                            .scanned
+                            .swap(true, std::sync::atomic::Ordering::AcqRel);
+                        if first || *entries != found {
                             tracing::info!(repositories = found.len(), "catalog refreshed");
                             *entries = found;
                             drop(entries);

@@ -11,6 +11,7 @@ pub fn cell(env: &str, sync: SyncStatus, health: Health) -> EnvironmentCell {
         health,
         drift: false,
         unreachable_since: None,
+        problems: Vec::new(),
     }
 }
 
@@ -30,5 +31,6 @@ pub fn service(name: &str, owner: &str, cells: Vec<EnvironmentCell>) -> ServiceS
         depends_on: vec![],
         environments: cells,
         catalog: None,
+        catalog_state: crate::fleet::CatalogState::Found,
     }
 }

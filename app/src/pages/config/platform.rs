@@ -705,9 +705,11 @@ mod tests {
                         health: Health::Healthy,
                         drift: false,
                         unreachable_since: None,
+                        problems: Vec::new(),
                     })
                     .collect(),
                 catalog: None,
+                catalog_state: Default::default(),
             }
         }))
     }
