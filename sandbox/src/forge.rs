@@ -1,21 +1,35 @@
 //! A forge that speaks the subset of GitHub's REST API Tower uses, backed by the real git repositories of
-//! [`crate::git`]: GitHub App authentication (JWT, installation tokens), repository contents, the git data
-//! API, pull requests, commit statuses and check runs, and an OAuth web flow with demo identities.
+//! [`crate::git`]: GitHub App authentication (JWT, installation tokens), repository contents (reads and
+//! file writes), the git data API, pull requests with their reviews, issue comments and labels, commit
+//! statuses and check runs, signed webhooks, and an OAuth web flow with demo identities.
 //!
 //! [`router`] serves the API without a prefix; the sandbox mounts it at `/github`, so a client's base URI
-//! is `http://127.0.0.1:PORT/github/`. [`sandbox_routes`] adds the demo reviewer's merge button at the
-//! sandbox's root. Shapes follow GitHub's OpenAPI examples; every error is GitHub's
+//! is `http://127.0.0.1:PORT/github/`. [`sandbox_routes`] adds the demo reviewer's merge and review buttons
+//! at the sandbox's root. Shapes follow GitHub's OpenAPI examples; every error is GitHub's
 //! `{"message", "errors"?, "documentation_url"}`.
+//!
+//! The organisation's repositories are public, as on GitHub: anyone may read them without a token (so a
+//! client following an absolute `Link` header, which octocrab sends no credentials to, still pages), while
+//! every write, and every read GitHub keeps to a token (`/installation/…`, `/user…`, `/app…`), needs one.
+//!
+//! The forge's CI validates every pull request head of `application-repositories` with
+//! [`shared::config::validate`], and the demo reviewer ([`DEMO_REVIEWER`]) reviews each pull request there
+//! a couple of seconds after that check completes: an approval when it passed, changes requested naming
+//! what failed otherwise.
 
 mod auth;
 mod body;
 mod checks;
+mod contents;
 mod error;
 mod gitdata;
+mod issues;
 mod oauth;
 mod pulls;
 mod repos;
+mod reviews;
 mod shapes;
+mod webhooks;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -24,11 +38,13 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::{FromRequestParts, OriginalUri};
 use axum::http::request::Parts;
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use serde::Serialize;
 use tokio::sync::broadcast;
 
 pub use error::{GitHubError, Result};
+pub use reviews::ReviewEvent;
+pub use webhooks::signature as webhook_signature;
 
 use crate::git::{Git, Repositories};
 use crate::world::{GITOPS_REPOSITORY, ORGANISATION};
@@ -43,6 +59,10 @@ pub const DEMO_CLIENT_ID: &str = "Iv1.tower0sandbox0demo";
 pub const DEMO_CLIENT_SECRET: &str = "tower-sandbox-demo-client-secret";
 /// The name of the check run the forge's CI attaches to each pull request's head.
 pub const CI_CHECK_NAME: &str = "tower-ci / validate";
+/// The demo reviewer: she reviews every pull request of `application-repositories` once its CI check
+/// completes, and `POST /sandbox/pulls/{number}/review` makes her review on demand. A member of the
+/// `payments` and `platform` teams ([`crate::world::PLATFORM_TEAM`]).
+pub const DEMO_REVIEWER: &str = "grace";
 
 /// TEST-ONLY key pair of the demo App; see `forge/testdata/README.md`. Never use it for anything real.
 const DEMO_PRIVATE_KEY: &str = include_str!("forge/testdata/demo-app.private.pem");
@@ -172,8 +192,70 @@ struct CheckRun {
     external_id: Option<String>,
     title: Option<String>,
     summary: Option<String>,
-    /// For the forge's CI: when it was queued and whether it will pass.
-    ci: Option<(jiff::Timestamp, bool)>,
+    text: Option<String>,
+    /// For the forge's own CI: what it concluded and how far it got.
+    ci: Option<Ci>,
+}
+
+/// The forge's CI on one of its check runs: created in progress, completed [`checks::CI_DURATION`] later
+/// with its verdict, then reviewed by [`DEMO_REVIEWER`].
+#[derive(Debug, Clone)]
+struct Ci {
+    /// When the run started (it is created in progress, as GitHub Actions creates its runs).
+    started: jiff::Timestamp,
+    /// What it will conclude, computed when the head was pushed.
+    verdict: Verdict,
+    /// The pull request whose head it validates.
+    pull: Option<u64>,
+    /// When it completed.
+    completed: Option<jiff::Timestamp>,
+    /// Whether the demo reviewer has reviewed the pull request for this run.
+    reviewed: bool,
+}
+
+/// What the forge's CI concluded of a pull request head.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Verdict {
+    passes: bool,
+    /// The check run's `output.title`.
+    title: String,
+    /// Its `output.summary`: the files and their first problems.
+    summary: String,
+    /// Its `output.text`: every problem, when there are any.
+    text: Option<String>,
+}
+
+/// A comment on an issue or pull request (the issue comments API).
+#[derive(Debug, Clone)]
+struct Comment {
+    id: u64,
+    user: String,
+    body: String,
+    created_at: String,
+    updated_at: String,
+}
+
+/// A pull request review.
+#[derive(Debug, Clone)]
+struct Review {
+    id: u64,
+    number: u64,
+    user: String,
+    /// GitHub's REST state: `APPROVED`, `CHANGES_REQUESTED`, `COMMENTED` or `PENDING`.
+    state: String,
+    body: String,
+    commit_id: String,
+    submitted_at: Option<String>,
+}
+
+/// A repository's label.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Label {
+    name: String,
+    color: String,
+    description: Option<String>,
+    /// One of GitHub's default labels of a new repository.
+    default: bool,
 }
 
 /// An OAuth code handed to a redirect, exchangeable once.
@@ -200,6 +282,12 @@ struct State {
     statuses: HashMap<(String, String), Vec<Status>>,
     check_runs: Vec<CheckRun>,
     codes: HashMap<String, Code>,
+    /// Issue comments by repository and issue number, oldest first.
+    comments: BTreeMap<(String, u64), Vec<Comment>>,
+    /// Pull request reviews by repository and pull request number, oldest first.
+    reviews: BTreeMap<(String, u64), Vec<Review>>,
+    /// Labels by repository; GitHub's defaults until something adds one.
+    labels: BTreeMap<String, Vec<Label>>,
     next_id: u64,
     secret_counter: u64,
 }
@@ -213,6 +301,11 @@ struct Inner {
     keys: Vec<jsonwebtoken::DecodingKey>,
     /// Where webhooks go and the secret they are signed with, once someone subscribed.
     webhooks: std::sync::RwLock<Option<WebhookTarget>>,
+    /// The queue of the background task delivering webhooks, once one started.
+    deliveries: Mutex<Option<webhooks::Queue>>,
+    /// The API's base URL as clients call it (`http://127.0.0.1:PORT/github`), for the URLs inside webhook
+    /// payloads, which no request carries: learnt from the requests served, or set by the sandbox.
+    api_url: std::sync::RwLock<Option<String>>,
 }
 
 /// Where the forge delivers its webhooks, as a GitHub App's webhook URL and secret.
@@ -274,6 +367,27 @@ impl State {
         self.check_runs.drain(..excess);
     }
 
+    /// The labels of `repo`, GitHub's defaults until something was added.
+    fn labels_of(&mut self, repo: &str) -> &mut Vec<Label> {
+        self.labels
+            .entry(repo.to_string())
+            .or_insert_with(issues::default_labels)
+    }
+
+    /// Open pull requests of `repo` whose head is `sha`: what a check run on it belongs to.
+    fn pulls_with_head(&self, repo: &str, sha: &str) -> Vec<Pull> {
+        self.pulls
+            .get(repo)
+            .map(|pulls| {
+                pulls
+                    .iter()
+                    .filter(|p| p.open && p.head_sha == sha)
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// Remembers a commit status, forgetting the commit's oldest beyond [`STATUSES_PER_COMMIT`].
     fn add_status(&mut self, repo: String, sha: String, status: Status) {
         let statuses = self.statuses.entry((repo, sha)).or_default();
@@ -333,6 +447,8 @@ impl Forge {
                 merges,
                 keys,
                 webhooks: std::sync::RwLock::new(None),
+                deliveries: Mutex::new(None),
+                api_url: std::sync::RwLock::new(None),
             }),
         })
     }
@@ -344,12 +460,75 @@ impl Forge {
 
     /// Delivers the forge's webhooks (`push`, `pull_request`, `pull_request_review`, `check_run`) to
     /// `target` from now on, signed with its secret; `None` stops delivering.
+    ///
+    /// Deliveries leave in the order things happened, one at a time, from a background task (started here
+    /// on the current Tokio runtime, or on a thread of its own outside one): a request to the forge never
+    /// waits for a receiver. A delivery that fails is logged and retried twice, a little later each time.
     pub fn deliver_webhooks_to(&self, target: Option<WebhookTarget>) {
+        let delivering = target.is_some();
         *self
             .inner
             .webhooks
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = target;
+        if delivering {
+            webhooks::ensure_running(self);
+        }
+    }
+
+    /// Sets the API's base URL as clients reach it (`http://127.0.0.1:PORT/github`), which the URLs
+    /// inside webhook payloads start with. Without it the forge uses the base of the last request it
+    /// served.
+    pub fn set_api_url(&self, url: impl Into<String>) {
+        *self
+            .inner
+            .api_url
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(url.into());
+    }
+
+    /// Announces that `reference` (`refs/heads/main`) of `repo` moved from `before` to `after` (40 zeros
+    /// for a ref created or deleted), pushed by `pusher`: a `push` webhook, and for a branch that is the
+    /// head of open pull requests, their new head (`synchronize`) and a new CI run.
+    ///
+    /// The forge's own writes call it; whoever commits to a bare repository directly (the simulator's
+    /// developers and operators) calls it after moving the ref. It runs git, so call it off the async
+    /// runtime's workers.
+    pub fn announce_push(
+        &self,
+        repo: &str,
+        reference: &str,
+        before: &str,
+        after: &str,
+        pusher: &str,
+    ) {
+        self.hook(webhooks::Hook::Push {
+            repo: repo.into(),
+            reference: reference.into(),
+            before: before.into(),
+            after: after.into(),
+            pusher: pusher.into(),
+        });
+        if let Some(branch) = reference.strip_prefix("refs/heads/")
+            && after != gitdata::ZERO
+            && let Err(error) = pulls::head_moved(self, repo, branch, after, pusher)
+        {
+            tracing::warn!(%repo, %branch, %error, "could not bring pull requests up to date with a push");
+        }
+    }
+
+    /// Makes `reviewer` review pull request `number` of `repo` at its head, as `POST /pulls/{n}/reviews`
+    /// would; returns the review's id. A review of one's own pull request, or one that asks for changes
+    /// or comments without a body, is refused as GitHub refuses it.
+    pub fn review(
+        &self,
+        repo: &str,
+        number: u64,
+        reviewer: &str,
+        event: ReviewEvent,
+        body: &str,
+    ) -> Result<u64> {
+        reviews::submit(self, repo, number, reviewer, Some(event), body, None).map(|r| r.id)
     }
 
     /// Where webhooks are delivered now, if anywhere.
@@ -381,7 +560,9 @@ impl Forge {
         pulls::merge(self, repo, number, merger, None, None).await
     }
 
-    /// Advances the forge's CI to `now`: each check run it queued starts after 2 s and completes after 5 s.
+    /// Advances the forge's CI to `now`: each check run it started (in progress from the moment a pull
+    /// request's head is pushed) completes 4 s later with its verdict, and 2 s after that the demo
+    /// reviewer reviews the pull request.
     pub fn tick(&self, now: jiff::Timestamp) {
         checks::tick(self, now);
     }
@@ -409,6 +590,49 @@ impl Forge {
             },
         );
         token
+    }
+
+    /// Queues `hook` for delivery when someone subscribed to webhooks; nothing otherwise.
+    fn hook(&self, hook: webhooks::Hook) {
+        webhooks::enqueue(self, hook);
+    }
+
+    /// The API base the URLs inside webhook payloads start with.
+    fn api_base(&self) -> ApiBase {
+        let url = self
+            .inner
+            .api_url
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+            .unwrap_or_else(|| "http://localhost/github".into());
+        let origin = url
+            .find("://")
+            .and_then(|scheme| {
+                url[scheme + 3..]
+                    .find('/')
+                    .map(|path| &url[..scheme + 3 + path])
+            })
+            .unwrap_or(&url)
+            .to_string();
+        ApiBase {
+            url,
+            request: String::new(),
+            origin,
+        }
+    }
+
+    /// Remembers the base URL a request reached the API at, unless the sandbox set one.
+    fn learn_api_url(&self, url: &str) {
+        let known = self
+            .inner
+            .api_url
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_some();
+        if !known {
+            self.set_api_url(url);
+        }
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -504,6 +728,8 @@ pub struct ApiBase {
     pub url: String,
     /// The path and query the client requested, including the mount prefix (`/github/orgs/acme/repos?…`).
     pub request: String,
+    /// Scheme and host the client called (`http://127.0.0.1:8080`), which `Link` targets start with.
+    pub origin: String,
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for ApiBase {
@@ -532,6 +758,7 @@ impl<S: Send + Sync> FromRequestParts<S> for ApiBase {
             .to_string();
         Ok(Self {
             url: format!("http://{host}{prefix}"),
+            origin: format!("http://{host}"),
             request: original
                 .path_and_query()
                 .map(|p| p.as_str().to_string())
@@ -560,9 +787,10 @@ impl Paging {
 
     /// GitHub's `Link` header for a list of `total` items, or `None` when it fits one page.
     ///
-    /// The targets are host-relative (`</github/orgs/acme/repos?page=2>`, allowed by RFC 8288) where GitHub
-    /// writes absolute URLs: octocrab sends an installation token only to relative URIs or
-    /// `api.github.com`, so absolute links to the sandbox's host would page without credentials.
+    /// The targets are absolute, as GitHub writes them, built from the request's `Host` and the forge's
+    /// mount path (`<http://127.0.0.1:8080/github/orgs/acme/repos?per_page=5&page=2>; rel="next"`).
+    /// octocrab sends its credentials only to relative URIs or `api.github.com`, so a client following one
+    /// pages anonymously: the repositories are public, and their reads need no token.
     fn link(&self, base: &ApiBase, total: usize) -> Option<String> {
         let last = total.div_ceil(self.per_page()).max(1);
         if last <= 1 {
@@ -579,7 +807,7 @@ impl Paging {
             pairs.push(("per_page".into(), self.per_page().to_string()));
             pairs.push(("page".into(), page.to_string()));
             let query = serde_urlencoded::to_string(&pairs).unwrap_or_default();
-            format!("<{path}?{query}>")
+            format!("<{}{path}?{query}>", base.origin)
         };
         let page = self.page();
         let mut links = Vec::new();
@@ -638,7 +866,7 @@ pub fn router(forge: Forge) -> Router {
         )
         .route(
             "/repos/{owner}/{repo}/contents/{*path}",
-            get(repos::get_contents),
+            get(repos::get_contents).put(contents::put_contents),
         )
         .route("/repos/{owner}/{repo}/commits", get(repos::list_commits))
         .route(
@@ -713,8 +941,39 @@ pub fn router(forge: Forge) -> Router {
             get(pulls::commits),
         )
         .route(
+            "/repos/{owner}/{repo}/pulls/{number}/reviews",
+            get(reviews::list).post(reviews::create),
+        )
+        .route(
+            "/repos/{owner}/{repo}/pulls/{number}/reviews/{id}",
+            get(reviews::get),
+        )
+        .route(
+            "/repos/{owner}/{repo}/pulls/{number}/reviews/{id}/events",
+            post(reviews::submit_pending),
+        )
+        .route(
+            "/repos/{owner}/{repo}/issues/{number}/comments",
+            get(issues::list_comments).post(issues::create_comment),
+        )
+        .route(
             "/repos/{owner}/{repo}/issues/{number}/labels",
-            get(pulls::list_labels).post(pulls::add_labels),
+            get(issues::list_issue_labels)
+                .post(issues::add_issue_labels)
+                .put(issues::set_issue_labels)
+                .delete(issues::clear_issue_labels),
+        )
+        .route(
+            "/repos/{owner}/{repo}/issues/{number}/labels/{name}",
+            delete(issues::remove_issue_label),
+        )
+        .route(
+            "/repos/{owner}/{repo}/labels",
+            get(issues::list_labels).post(issues::create_label),
+        )
+        .route(
+            "/repos/{owner}/{repo}/labels/{name}",
+            get(issues::get_label),
         )
         .route(
             "/repos/{owner}/{repo}/statuses/{reference}",
@@ -748,6 +1007,10 @@ pub fn router(forge: Forge) -> Router {
         .route("/users/{login}", get(oauth::get_user))
         .fallback(not_found)
         .method_not_allowed_fallback(not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            forge.clone(),
+            learn_api_url,
+        ))
         .with_state(forge)
 }
 
@@ -755,15 +1018,40 @@ async fn not_found() -> GitHubError {
     GitHubError::not_found()
 }
 
-/// The sandbox's own controls, mounted at the sandbox's root: `POST /sandbox/pulls/{n}/merge` merges a pull
-/// request of `application-repositories` as a demo reviewer (`?merger=<login>`, `root` by default), and
-/// `POST /sandbox/repos/{repo}/pulls/{n}/merge` does the same in any repository.
+/// Remembers where clients reach the API, for the URLs of webhook payloads.
+async fn learn_api_url(
+    axum::extract::State(forge): axum::extract::State<Forge>,
+    base: ApiBase,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    forge.learn_api_url(&base.url);
+    next.run(request).await
+}
+
+/// The sandbox's own controls, mounted at the sandbox's root:
+///
+/// - `POST /sandbox/pulls/{n}/merge` merges a pull request of `application-repositories` as a demo
+///   reviewer (`?merger=<login>`, `root` by default), and `POST /sandbox/repos/{repo}/pulls/{n}/merge` does
+///   the same in any repository;
+/// - `POST /sandbox/pulls/{n}/review` with `{"event": "APPROVE" | "REQUEST_CHANGES" | "COMMENT", "body":
+///   "…"}` makes [`DEMO_REVIEWER`] review a pull request of `application-repositories` now (`"reviewer"`
+///   names someone else), answering 201 with the review as `GET /pulls/{n}/reviews/{id}` shows it;
+///   `POST /sandbox/repos/{repo}/pulls/{n}/review` does the same in any repository.
 pub fn sandbox_routes(forge: Forge) -> Router {
     Router::new()
         .route("/sandbox/pulls/{number}/merge", post(pulls::sandbox_merge))
         .route(
             "/sandbox/repos/{repo}/pulls/{number}/merge",
             post(pulls::sandbox_merge_in),
+        )
+        .route(
+            "/sandbox/pulls/{number}/review",
+            post(reviews::sandbox_review),
+        )
+        .route(
+            "/sandbox/repos/{repo}/pulls/{number}/review",
+            post(reviews::sandbox_review_in),
         )
         .with_state(forge)
 }

@@ -1,5 +1,6 @@
-//! Real git repositories built from the plan ([`crate::world`]): one bare repository per service and the
-//! GitOps repository `application-repositories`, under `<root>/acme/<name>.git`. They are the forge's
+//! Real git repositories built from the plan ([`crate::world`]): one bare repository per service, the
+//! GitOps repository `application-repositories`, and the one repository only in the catalog
+//! ([`crate::world::CATALOG_ONLY`]), under `<root>/acme/<name>.git`. They are the forge's
 //! storage, and `git log` on them tells the same story as the Kubernetes fixtures.
 //!
 //! Everything goes through the `git` CLI with a fixed identity, fixed dates and no user or system
@@ -18,7 +19,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
-use crate::world::{Commit, GITOPS_REPOSITORY, Histories, ORGANISATION, SERVICES, Timeline};
+use crate::world::{
+    CATALOG_ONLY, Commit, GITOPS_REPOSITORY, Histories, ORGANISATION, SERVICES, Timeline,
+};
 
 /// What can go wrong building or reading a repository.
 #[derive(Debug, thiserror::Error)]
@@ -480,6 +483,12 @@ impl Builder {
             let (name, commits) = result?;
             histories.services.insert(name, commits);
         }
+        let mut stream = stream::Stream::default();
+        services::write_catalog_only_history(&mut stream, &CATALOG_ONLY, &self.timeline)?;
+        import(
+            &org.join(format!("{}.git", CATALOG_ONLY.name)),
+            stream.finish(),
+        )?;
 
         let pulls = gitops::build(
             &org.join(format!("{GITOPS_REPOSITORY}.git")),

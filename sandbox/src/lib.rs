@@ -186,6 +186,8 @@ impl Sandbox {
             .await
             .with_context(|| format!("binding the sandbox to {}", options.listen))?;
         let addr = listener.local_addr().context("sandbox listener address")?;
+        // Webhook payloads carry API URLs, and no request tells the forge where it is reached before one.
+        forge.set_api_url(format!("http://{addr}/github"));
         let router = clusters
             .router()
             .nest("/github", forge::router(forge.clone()))

@@ -58,6 +58,59 @@ pub const TEAMS: [Team; 3] = [
 /// Forge logins of the platform admins (members of no service team).
 pub const ADMINS: [&str; 1] = ["root"];
 
+/// The platform team: it owns no service, and reviews what changes the platform. Its one member is the
+/// forge's demo reviewer ([`crate::forge::DEMO_REVIEWER`]), who also belongs to `payments`. Kept apart
+/// from [`TEAMS`], which are the teams owning services.
+pub const PLATFORM_TEAM: Team = Team {
+    slug: "platform",
+    name: "Platform",
+    members: &["grace"],
+};
+
+/// A repository in the catalog that is not on the platform: it has a Backstage `catalog-info.yaml` and
+/// no Component, Release, Application or pipeline anywhere, so Tower lists it as not onboarded.
+#[derive(Debug, Clone, Copy)]
+pub struct CatalogOnlyPlan {
+    /// The repository's name, also its catalog entity's `metadata.name`.
+    pub name: &'static str,
+    /// The owning team's slug (`spec.owner: group:<team>`).
+    pub team: &'static str,
+    /// `metadata.description`.
+    pub description: &'static str,
+    /// `spec.lifecycle`.
+    pub lifecycle: &'static str,
+    /// `metadata.tags`.
+    pub tags: &'static [&'static str],
+    /// Its commit messages, oldest first.
+    pub commits: &'static [&'static str],
+}
+
+/// The one repository in the catalog but not on the platform. (`acme/search` is taken: `search` is one of
+/// [`SERVICES`].)
+pub const CATALOG_ONLY: CatalogOnlyPlan = CatalogOnlyPlan {
+    name: "typeahead",
+    team: "shop",
+    description: "Finds products as you type",
+    lifecycle: "experimental",
+    tags: &["typescript", "search", "experimental"],
+    commits: &[
+        "Scaffold typeahead from node-service 1.4.0",
+        "Suggest product names by prefix",
+        "Rank suggestions by last week's sales",
+    ],
+};
+
+/// The service whose repository has no `catalog-info.yaml`: a Component the catalog does not know, which
+/// Tower warns about.
+pub const SERVICE_WITHOUT_CATALOG: &str = "ledger";
+
+/// Services whose `catalog-info.yaml` names who is on call, and their PagerDuty service ids.
+pub const ON_CALL: [(&str, &str); 3] = [
+    ("payments", "P7Q2XK9"),
+    ("refunds", "P4M8RTA"),
+    ("checkout", "PZ3N6WB"),
+];
+
 /// One commit of a service's planned history.
 #[derive(Debug, Clone, Copy)]
 pub struct CommitPlan {
@@ -523,9 +576,12 @@ pub fn service(name: &str) -> Option<&'static ServicePlan> {
     SERVICES.iter().find(|s| s.name == name)
 }
 
-/// Looks a team up by slug.
+/// Looks a team up by slug: a service team, or [`PLATFORM_TEAM`].
 pub fn team(slug: &str) -> Option<&'static Team> {
-    TEAMS.iter().find(|t| t.slug == slug)
+    TEAMS
+        .iter()
+        .chain(std::iter::once(&PLATFORM_TEAM))
+        .find(|t| t.slug == slug)
 }
 
 /// A commit as it exists in a service repository built from the plan.

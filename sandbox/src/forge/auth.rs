@@ -15,6 +15,8 @@ use crate::world::ORGANISATION;
 const MAX_JWT_LIFETIME: i64 = 600;
 /// Clock drift tolerated between the App and the forge, in seconds.
 const LEEWAY: i64 = 60;
+/// The webhook events the App subscribes to: what the forge delivers.
+const EVENTS: [&str; 4] = ["check_run", "pull_request", "pull_request_review", "push"];
 
 fn bearer(parts: &Parts) -> Option<String> {
     let value = parts
@@ -120,6 +122,30 @@ impl FromRequestParts<Forge> for Authed {
     }
 }
 
+/// A read of the organisation's public repositories: anyone may make it, as on GitHub, where a public
+/// repository's reads need no token. A token that is sent must still be valid: GitHub answers a bad one
+/// with 401 even where none is needed.
+pub struct Reader(
+    /// Who reads, when they sent a token.
+    pub Option<Caller>,
+);
+
+impl FromRequestParts<Forge> for Reader {
+    type Rejection = GitHubError;
+
+    async fn from_request_parts(parts: &mut Parts, forge: &Forge) -> Result<Self> {
+        if parts
+            .headers
+            .get(axum::http::header::AUTHORIZATION)
+            .is_none()
+        {
+            return Ok(Self(None));
+        }
+        let Authed(caller) = Authed::from_request_parts(parts, forge).await?;
+        Ok(Self(Some(caller)))
+    }
+}
+
 fn permissions() -> Value {
     json!({
         "checks": "write",
@@ -146,7 +172,7 @@ fn installation(forge: &Forge, base: &ApiBase) -> Value {
         "target_id": shapes::ORGANISATION_ID,
         "target_type": "Organization",
         "permissions": permissions(),
-        "events": ["pull_request", "push", "check_run", "status"],
+        "events": EVENTS,
         "created_at": "2026-10-01T09:00:00Z",
         "updated_at": "2026-10-01T09:00:00Z",
         "single_file_name": null,
@@ -173,7 +199,7 @@ pub async fn get_app(_: AppJwt, State(forge): State<Forge>, base: ApiBase) -> Js
         "created_at": "2026-10-01T09:00:00Z",
         "updated_at": "2026-10-01T09:00:00Z",
         "permissions": permissions(),
-        "events": ["pull_request", "push", "check_run", "status"],
+        "events": EVENTS,
         "installations_count": 1,
     }))
 }

@@ -7,14 +7,15 @@ use base64::Engine as _;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::auth::Authed;
+use super::auth::{Authed, Reader};
 use super::body::{Body, Resource};
 use super::repos::{commit_info, parse_ls_tree};
 use super::{ApiBase, Caller, Forge, GitHubError, Result, blocking, shapes};
 use crate::git::{Git, people};
 use crate::world::ORGANISATION;
 
-const ZERO: &str = "0000000000000000000000000000000000000000";
+/// The all-zero object id: a ref's "before" when it is created, its "after" when it is deleted.
+pub(super) const ZERO: &str = "0000000000000000000000000000000000000000";
 
 fn is_sha(text: &str) -> bool {
     text.len() == 40 && text.bytes().all(|b| b.is_ascii_hexdigit())
@@ -67,7 +68,7 @@ fn refs(git: &Git, prefix: &str) -> Result<Vec<(String, String, String)>> {
 
 /// `GET /repos/{owner}/{repo}/git/refs`.
 pub async fn list_refs(
-    _: Authed,
+    _: Reader,
     State(forge): State<Forge>,
     base: ApiBase,
     Path((owner, repo)): Path<(String, String)>,
@@ -86,7 +87,7 @@ pub async fn list_refs(
 
 /// `GET /repos/{owner}/{repo}/git/matching-refs/{prefix}`.
 pub async fn matching_refs(
-    _: Authed,
+    _: Reader,
     State(forge): State<Forge>,
     base: ApiBase,
     Path((owner, repo, prefix)): Path<(String, String, String)>,
@@ -107,7 +108,7 @@ pub async fn matching_refs(
 
 /// `GET /repos/{owner}/{repo}/git/ref/{ref}` (and the older `git/refs/{ref}`), e.g. `heads/main`.
 pub async fn get_ref(
-    _: Authed,
+    _: Reader,
     State(forge): State<Forge>,
     base: ApiBase,
     Path((owner, repo, reference)): Path<(String, String, String)>,
@@ -143,9 +144,10 @@ fn valid_ref_name(git: &Git, name: &str) -> Result<bool> {
     Ok(git.try_run(&["check-ref-format", name])?.is_some())
 }
 
-/// `POST /repos/{owner}/{repo}/git/refs` {ref, sha}: 201, or 422 when it exists already.
+/// `POST /repos/{owner}/{repo}/git/refs` {ref, sha}: 201, or 422 when it exists already; a `push`
+/// webhook (`created`).
 pub async fn create_ref(
-    _: Authed,
+    Authed(caller): Authed,
     State(forge): State<Forge>,
     base: ApiBase,
     Path((owner, repo)): Path<(String, String)>,
@@ -171,6 +173,7 @@ pub async fn create_ref(
         {
             return Err(GitHubError::unprocessable("Reference already exists").docs(docs));
         }
+        forge.announce_push(&repo, &body.reference, ZERO, &body.sha, &caller.login());
         Ok((
             StatusCode::CREATED,
             Json(ref_json(&base, &repo, &body.reference, &body.sha, &kind)),
@@ -191,9 +194,10 @@ impl Resource for UpdateRef {
     const NAME: &'static str = "Reference";
 }
 
-/// `PATCH /repos/{owner}/{repo}/git/refs/{ref}` {sha, force}: 422 unless a fast-forward or forced.
+/// `PATCH /repos/{owner}/{repo}/git/refs/{ref}` {sha, force}: 422 unless a fast-forward or forced; a
+/// `push` webhook, and for a pull request's head branch its `synchronize` and a new CI run.
 pub async fn update_ref(
-    _: Authed,
+    Authed(caller): Authed,
     State(forge): State<Forge>,
     base: ApiBase,
     Path((owner, repo, reference)): Path<(String, String, String)>,
@@ -222,14 +226,18 @@ pub async fn update_ref(
         {
             return Err(GitHubError::unprocessable("Reference cannot be updated").docs(docs));
         }
+        if current != body.sha {
+            forge.announce_push(&repo, &full, &current, &body.sha, &caller.login());
+        }
         Ok(Json(ref_json(&base, &repo, &full, &body.sha, &kind)))
     })
     .await
 }
 
-/// `DELETE /repos/{owner}/{repo}/git/refs/{ref}`: 204, or 422 when it doesn't exist.
+/// `DELETE /repos/{owner}/{repo}/git/refs/{ref}`: 204, or 422 when it doesn't exist; a `push` webhook
+/// (`deleted`).
 pub async fn delete_ref(
-    _: Authed,
+    Authed(caller): Authed,
     State(forge): State<Forge>,
     Path((owner, repo, reference)): Path<(String, String, String)>,
 ) -> Result<StatusCode> {
@@ -241,6 +249,7 @@ pub async fn delete_ref(
                 .docs("/git/refs#delete-a-reference"));
         };
         git.run(&["update-ref", "-d", &full, &current])?;
+        forge.announce_push(&repo, &full, &current, ZERO, &caller.login());
         Ok(StatusCode::NO_CONTENT)
     })
     .await
@@ -294,7 +303,7 @@ pub async fn create_blob(
 
 /// `GET /repos/{owner}/{repo}/git/blobs/{sha}`.
 pub async fn get_blob(
-    _: Authed,
+    _: Reader,
     State(forge): State<Forge>,
     base: ApiBase,
     Path((owner, repo, sha)): Path<(String, String, String)>,
@@ -475,7 +484,7 @@ pub struct TreeQuery {
 
 /// `GET /repos/{owner}/{repo}/git/trees/{sha}?recursive=1`.
 pub async fn get_tree(
-    _: Authed,
+    _: Reader,
     State(forge): State<Forge>,
     base: ApiBase,
     Path((owner, repo, sha)): Path<(String, String, String)>,
@@ -600,7 +609,7 @@ pub async fn create_commit(
 
 /// `GET /repos/{owner}/{repo}/git/commits/{sha}`.
 pub async fn get_git_commit(
-    _: Authed,
+    _: Reader,
     State(forge): State<Forge>,
     base: ApiBase,
     Path((owner, repo, sha)): Path<(String, String, String)>,

@@ -10,10 +10,10 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::auth::Authed;
+use super::auth::{Authed, Reader};
 use super::{ApiBase, Caller, Code, Forge, GitHubError, Result, Token, shapes};
 use crate::git::people;
-use crate::world::{ADMINS, ORGANISATION, TEAMS};
+use crate::world::{ADMINS, ORGANISATION, PLATFORM_TEAM, TEAMS};
 
 const ERRORS_DOC: &str = "https://docs.github.com/apps/managing-oauth-apps/troubleshooting-oauth-app-access-token-request-errors";
 
@@ -49,10 +49,11 @@ text-decoration:none;color:inherit}}a.who:hover{{background:#f6f8fa}}small{{colo
         .into_response()
 }
 
-/// Teams of `login`, by slug.
+/// Teams of `login`: the service teams, then the platform team.
 fn teams_of(login: &str) -> Vec<&'static crate::world::Team> {
     TEAMS
         .iter()
+        .chain(std::iter::once(&PLATFORM_TEAM))
         .filter(|t| t.members.contains(&login))
         .collect()
 }
@@ -323,7 +324,7 @@ pub async fn user(
 
 /// `GET /users/{login}`.
 pub async fn get_user(
-    _: Authed,
+    _: Reader,
     State(forge): State<Forge>,
     base: ApiBase,
     Path(login): Path<String>,

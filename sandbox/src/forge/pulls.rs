@@ -1,5 +1,5 @@
-//! Pull requests: open, list, read, edit, merge (a real merge commit on the base branch), labels, and the
-//! demo reviewer's merge button.
+//! Pull requests: open, list, read, edit, merge (a real merge commit on the base branch), what a push to
+//! a head branch does to them, and the demo reviewer's merge button.
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
@@ -8,9 +8,10 @@ use axum::response::Response;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::auth::Authed;
+use super::auth::{Authed, Reader};
 use super::body::{Body, Resource};
 use super::repos::diff_files;
+use super::webhooks::Hook;
 use super::{
     ApiBase, Forge, GitHubError, MergeEvent, Paging, Pull, Result, blocking, now, paged, shapes,
 };
@@ -22,7 +23,7 @@ const DOCS_MERGE: &str = "/pulls/pulls#merge-a-pull-request";
 
 /// Facts about a pull request that need git: whether it merges cleanly and its size.
 #[derive(Debug, Clone, Default)]
-struct Details {
+pub(super) struct Details {
     mergeable: Option<bool>,
     commits: usize,
     additions: u64,
@@ -30,14 +31,16 @@ struct Details {
     changed_files: usize,
 }
 
-fn merge_base(git: &Git, a: &str, b: &str) -> Result<String> {
+/// Where `a` and `b` forked (`a` itself when they share nothing).
+pub(super) fn merge_base(git: &Git, a: &str, b: &str) -> Result<String> {
     Ok(git
         .try_run(&["merge-base", a, b])?
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|| a.to_string()))
 }
 
-fn details(git: &Git, pull: &Pull) -> Result<Details> {
+/// Whether `pull` merges cleanly (when open), and its size. Runs git.
+pub(super) fn details(git: &Git, pull: &Pull) -> Result<Details> {
     let fork_point = merge_base(git, &pull.base_sha, &pull.head_sha)?;
     let numstat = git.run(&[
         "diff",
@@ -76,8 +79,9 @@ fn details(git: &Git, pull: &Pull) -> Result<Details> {
     })
 }
 
-/// The pull request object; `details` adds the fields only single-pull responses carry.
-fn pull_json(
+/// The pull request object; `details` adds the fields only single-pull responses carry. Reads the forge's
+/// state (labels, comments), so never call it holding the state's lock.
+pub(super) fn pull_json(
     forge: &Forge,
     base: &ApiBase,
     repo: &str,
@@ -89,6 +93,21 @@ fn pull_json(
     let html = format!("{html_base}/{ORGANISATION}/{repo}/pull/{}", pull.number);
     let issue = format!("{api}/issues/{}", pull.number);
     let id = shapes::repository_id(repo) * 1000 + pull.number;
+    let (labels, comments) = {
+        let mut state = forge.state();
+        let comments = state
+            .comments
+            .get(&(repo.to_string(), pull.number))
+            .map_or(0, Vec::len);
+        let defined = state.labels_of(repo).clone();
+        let labels: Vec<Value> = pull
+            .labels
+            .iter()
+            .filter_map(|name| defined.iter().find(|l| l.name == *name))
+            .map(|label| super::issues::label_json(base, repo, label))
+            .collect();
+        (labels, comments)
+    };
     let side = |reference: &str, sha: &str| {
         json!({
             "label": format!("{ORGANISATION}:{reference}"),
@@ -127,7 +146,7 @@ fn pull_json(
         "title": pull.title,
         "user": shapes::user(base, html_base, &pull.user),
         "body": pull.body,
-        "labels": pull.labels.iter().map(|l| label_json(base, repo, l)).collect::<Vec<_>>(),
+        "labels": labels,
         "milestone": null,
         "active_lock_reason": null,
         "created_at": pull.created_at,
@@ -157,7 +176,7 @@ fn pull_json(
                 None => "unknown",
             },
             "merged_by": pull.merged_by.as_deref().map(|l| shapes::user(base, html_base, l)),
-            "comments": 0,
+            "comments": comments,
             "review_comments": 0,
             "maintainer_can_modify": false,
             "commits": details.commits,
@@ -172,24 +191,8 @@ fn pull_json(
     value
 }
 
-fn label_json(base: &ApiBase, repo: &str, name: &str) -> Value {
-    let id = 600_000
-        + name
-            .bytes()
-            .fold(0u64, |h, b| (h * 31 + u64::from(b)) % 100_000);
-    json!({
-        "id": id,
-        "node_id": shapes::node_id("Label", id),
-        "url": format!("{}/repos/{ORGANISATION}/{repo}/labels/{name}", base.url),
-        "name": name,
-        "description": null,
-        "color": "ededed",
-        "default": false,
-    })
-}
-
 /// Brings an open pull request's head and base up to date with their branches.
-fn refresh(git: &Git, pull: &mut Pull) -> Result<()> {
+pub(super) fn refresh(git: &Git, pull: &mut Pull) -> Result<()> {
     if pull.open {
         if let Some(head) = git.resolve(&format!("refs/heads/{}", pull.head_ref))? {
             pull.head_sha = head;
@@ -202,7 +205,7 @@ fn refresh(git: &Git, pull: &mut Pull) -> Result<()> {
 }
 
 /// A pull request by number, or 404.
-fn find(forge: &Forge, repo: &str, number: u64) -> Result<Pull> {
+pub(super) fn find(forge: &Forge, repo: &str, number: u64) -> Result<Pull> {
     forge
         .state()
         .pulls
@@ -211,7 +214,8 @@ fn find(forge: &Forge, repo: &str, number: u64) -> Result<Pull> {
         .ok_or_else(|| GitHubError::not_found().docs("/pulls/pulls#get-a-pull-request"))
 }
 
-fn store(forge: &Forge, repo: &str, pull: &Pull) {
+/// Writes `pull` back over the stored pull request of the same number.
+pub(super) fn store(forge: &Forge, repo: &str, pull: &Pull) {
     if let Some(slot) = forge
         .state()
         .pulls
@@ -270,8 +274,13 @@ pub async fn create(
         Some(_) => return Err(invalid("head")),
         None => head.clone(),
     };
-    let (head_sha, base_sha, files) = {
-        let (git, head_ref, base_ref) = (git.clone(), head_ref.clone(), base_ref.clone());
+    let (head_sha, base_sha, verdict) = {
+        let (git, repo, head_ref, base_ref) = (
+            git.clone(),
+            repo.clone(),
+            head_ref.clone(),
+            base_ref.clone(),
+        );
         blocking(move || {
             let head_sha = git
                 .resolve(&format!("refs/heads/{head_ref}"))?
@@ -287,19 +296,8 @@ pub async fn create(
                 )
                 .docs(DOCS_CREATE));
             }
-            let fork_point = merge_base(&git, &base_sha, &head_sha)?;
-            let files: Vec<String> = git
-                .run(&[
-                    "diff",
-                    "--name-only",
-                    "--no-renames",
-                    &fork_point,
-                    &head_sha,
-                ])?
-                .lines()
-                .map(String::from)
-                .collect();
-            Ok((head_sha, base_sha, files))
+            let verdict = super::checks::verdict(&git, &repo, &base_sha, &head_sha)?;
+            Ok((head_sha, base_sha, verdict))
         })
         .await?
     };
@@ -347,9 +345,8 @@ pub async fn create(
             .push(pull.clone());
         pull
     };
-    // The forge's CI validates the GitOps repository: only platform/ is written by pull request.
-    let passes = repo != GITOPS_REPOSITORY || files.iter().all(|f| f.starts_with("platform/"));
-    super::checks::queue_ci(&forge, &repo, &head_sha, passes);
+    forge.hook(Hook::pull_request(&repo, "opened", &pull, &caller.login()));
+    super::checks::start_ci(&forge, &repo, &head_sha, Some(pull.number), verdict);
     let details = {
         let pull = pull.clone();
         blocking(move || details(&git, &pull)).await?
@@ -358,6 +355,49 @@ pub async fn create(
         StatusCode::CREATED,
         Json(pull_json(&forge, &base, &repo, &pull, Some(&details))),
     ))
+}
+
+/// What follows a push to `branch` of `repo`: every open pull request whose head it is gets its new head
+/// `after`, a `synchronize` webhook and a new CI run on it. Runs git.
+pub(super) fn head_moved(
+    forge: &Forge,
+    repo: &str,
+    branch: &str,
+    after: &str,
+    pusher: &str,
+) -> Result<()> {
+    let moved: Vec<Pull> = forge
+        .state()
+        .pulls
+        .get(repo)
+        .map(|pulls| {
+            pulls
+                .iter()
+                .filter(|p| p.open && p.head_ref == branch && p.head_sha != after)
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default();
+    if moved.is_empty() {
+        return Ok(());
+    }
+    let git = forge.repo(ORGANISATION, repo)?;
+    for mut pull in moved {
+        let before = std::mem::replace(&mut pull.head_sha, after.to_string());
+        if let Some(base) = git.resolve(&format!("refs/heads/{}", pull.base_ref))? {
+            pull.base_sha = base;
+        }
+        pull.updated_at = now();
+        let verdict = super::checks::verdict(&git, repo, &pull.base_sha, after)?;
+        store(forge, repo, &pull);
+        let mut hook = Hook::pull_request(repo, "synchronize", &pull, pusher);
+        if let Hook::PullRequest { extra, .. } = &mut hook {
+            *extra = json!({"before": before, "after": after});
+        }
+        forge.hook(hook);
+        super::checks::start_ci(forge, repo, after, Some(pull.number), verdict);
+    }
+    Ok(())
 }
 
 /// Query of `GET /pulls`.
@@ -375,7 +415,7 @@ pub struct ListQuery {
 /// `GET /repos/{owner}/{repo}/pulls?state=&head=org:branch&base=&sort=created|updated&direction=`, newest
 /// first.
 pub async fn list(
-    _: Authed,
+    _: Reader,
     State(forge): State<Forge>,
     base: ApiBase,
     Path((owner, repo)): Path<(String, String)>,
@@ -447,7 +487,7 @@ pub async fn list(
 
 /// `GET /repos/{owner}/{repo}/pulls/{number}`.
 pub async fn get(
-    _: Authed,
+    _: Reader,
     State(forge): State<Forge>,
     base: ApiBase,
     Path((owner, repo, number)): Path<(String, String, u64)>,
@@ -475,9 +515,10 @@ impl Resource for UpdatePull {
     const NAME: &'static str = "PullRequest";
 }
 
-/// `PATCH /repos/{owner}/{repo}/pulls/{number}` {title, body, state}.
+/// `PATCH /repos/{owner}/{repo}/pulls/{number}` {title, body, state}: `edited`, `closed` or `reopened`
+/// webhooks as the change was.
 pub async fn update(
-    authed: Authed,
+    Authed(caller): Authed,
     state: State<Forge>,
     base: ApiBase,
     Path((owner, repo, number)): Path<(String, String, u64)>,
@@ -487,6 +528,9 @@ pub async fn update(
     forge.repo(&owner, &repo)?;
     let docs = "/pulls/pulls#update-a-pull-request";
     let mut pull = find(&forge, &repo, number)?;
+    let was_open = pull.open;
+    let edited = body.title.as_ref().is_some_and(|t| *t != pull.title)
+        || body.body.as_ref().is_some_and(|b| *b != pull.body);
     if let Some(title) = body.title {
         if title.trim().is_empty() {
             return Err(GitHubError::invalid("PullRequest", "title", "missing_field").docs(docs));
@@ -520,12 +564,27 @@ pub async fn update(
     }
     pull.updated_at = now();
     store(&forge, &repo, &pull);
-    get(authed, state, base, Path((owner, repo, number))).await
+    let sender = caller.login();
+    if edited {
+        forge.hook(Hook::pull_request(&repo, "edited", &pull, &sender));
+    }
+    match (was_open, pull.open) {
+        (true, false) => forge.hook(Hook::pull_request(&repo, "closed", &pull, &sender)),
+        (false, true) => forge.hook(Hook::pull_request(&repo, "reopened", &pull, &sender)),
+        _ => {}
+    }
+    get(
+        Reader(Some(caller)),
+        state,
+        base,
+        Path((owner, repo, number)),
+    )
+    .await
 }
 
 /// `GET /repos/{owner}/{repo}/pulls/{number}/merge`: 204 when merged, 404 otherwise.
 pub async fn is_merged(
-    _: Authed,
+    _: Reader,
     State(forge): State<Forge>,
     Path((owner, repo, number)): Path<(String, String, u64)>,
 ) -> Result<StatusCode> {
@@ -620,6 +679,8 @@ pub async fn merge(
     });
     let (merge_sha, head_sha, base_sha, files) = {
         let pull = pull.clone();
+        let forge = forge.clone();
+        let (repo, merger) = (repo.to_string(), merger.to_string());
         blocking(move || {
             let head = git
                 .resolve(&format!("refs/heads/{}", pull.head_ref))?
@@ -667,6 +728,7 @@ pub async fn merge(
                 .lines()
                 .map(String::from)
                 .collect();
+            forge.announce_push(&repo, &base_ref, &base, &merge_sha, &merger);
             Ok((merge_sha, head, base, files))
         })
         .await?
@@ -682,6 +744,7 @@ pub async fn merge(
     updated.merge_commit_sha = Some(merge_sha.clone());
     updated.merged_by = Some(merger.into());
     store(forge, repo, &updated);
+    forge.hook(Hook::pull_request(repo, "closed", &updated, merger));
     let event = MergeEvent {
         repo: repo.into(),
         number,
@@ -695,7 +758,7 @@ pub async fn merge(
 
 /// `GET /repos/{owner}/{repo}/pulls/{number}/files`.
 pub async fn files(
-    _: Authed,
+    _: Reader,
     State(forge): State<Forge>,
     base: ApiBase,
     Path((owner, repo, number)): Path<(String, String, u64)>,
@@ -714,7 +777,7 @@ pub async fn files(
 
 /// `GET /repos/{owner}/{repo}/pulls/{number}/commits`, oldest first.
 pub async fn commits(
-    _: Authed,
+    _: Reader,
     State(forge): State<Forge>,
     base: ApiBase,
     Path((owner, repo, number)): Path<(String, String, u64)>,
@@ -735,71 +798,6 @@ pub async fn commits(
         )))
     })
     .await
-}
-
-/// Body of `POST /issues/{number}/labels`: `{"labels": [...]}` or a bare array.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-pub enum Labels {
-    /// `{"labels": ["promote"]}`.
-    Wrapped {
-        /// Label names.
-        labels: Vec<String>,
-    },
-    /// `["promote"]`.
-    Bare(Vec<String>),
-}
-
-impl Resource for Labels {
-    const NAME: &'static str = "Label";
-}
-
-/// `GET /repos/{owner}/{repo}/issues/{number}/labels`.
-pub async fn list_labels(
-    _: Authed,
-    State(forge): State<Forge>,
-    base: ApiBase,
-    Path((owner, repo, number)): Path<(String, String, u64)>,
-) -> Result<Json<Value>> {
-    forge.repo(&owner, &repo)?;
-    let pull = find(&forge, &repo, number)?;
-    Ok(Json(Value::Array(
-        pull.labels
-            .iter()
-            .map(|l| label_json(&base, &repo, l))
-            .collect(),
-    )))
-}
-
-/// `POST /repos/{owner}/{repo}/issues/{number}/labels`: adds labels, returns all of them.
-pub async fn add_labels(
-    _: Authed,
-    State(forge): State<Forge>,
-    base: ApiBase,
-    Path((owner, repo, number)): Path<(String, String, u64)>,
-    Body(body): Body<Labels>,
-) -> Result<Json<Value>> {
-    forge.repo(&owner, &repo)?;
-    let mut pull = find(&forge, &repo, number)?;
-    let labels = match body {
-        Labels::Wrapped { labels } | Labels::Bare(labels) => labels,
-    };
-    if labels.iter().any(|l| l.trim().is_empty()) {
-        return Err(GitHubError::invalid("Label", "name", "missing_field")
-            .docs("/issues/labels#add-labels-to-an-issue"));
-    }
-    for label in labels {
-        if !pull.labels.contains(&label) {
-            pull.labels.push(label);
-        }
-    }
-    store(&forge, &repo, &pull);
-    Ok(Json(Value::Array(
-        pull.labels
-            .iter()
-            .map(|l| label_json(&base, &repo, l))
-            .collect(),
-    )))
 }
 
 /// `?merger=` of the sandbox's merge button.

@@ -7,18 +7,21 @@ use base64::Engine as _;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::auth::Authed;
+use super::auth::{Authed, Reader};
 use super::{ApiBase, Forge, GitHubError, Paging, Result, blocking, paged, shapes};
 use crate::git::Git;
-use crate::world::{GITOPS_REPOSITORY, ORGANISATION, service};
+use crate::world::{CATALOG_ONLY, GITOPS_REPOSITORY, ORGANISATION, service};
 
 /// git's id of the empty tree, the "parent" of a root commit when diffing.
 pub const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
 
-fn description(name: &str) -> String {
+/// A repository's description: the plan's words for a service.
+pub fn description(name: &str) -> String {
     if name == GITOPS_REPOSITORY {
         "Every change to what runs is a commit here: platform/, components/, infra/, values/, packages/."
             .into()
+    } else if name == CATALOG_ONLY.name {
+        CATALOG_ONLY.description.into()
     } else {
         service(name)
             .map(|s| s.description.to_string())
@@ -27,7 +30,7 @@ fn description(name: &str) -> String {
 }
 
 /// `GET /orgs/{org}`.
-pub async fn get_org(_: Authed, base: ApiBase, Path(org): Path<String>) -> Result<Json<Value>> {
+pub async fn get_org(_: Reader, base: ApiBase, Path(org): Path<String>) -> Result<Json<Value>> {
     if !org.eq_ignore_ascii_case(ORGANISATION) {
         return Err(GitHubError::not_found().docs("/orgs/orgs#get-an-organization"));
     }
@@ -36,7 +39,7 @@ pub async fn get_org(_: Authed, base: ApiBase, Path(org): Path<String>) -> Resul
 
 /// `GET /orgs/{org}/repos`, paginated.
 pub async fn list_org_repos(
-    _: Authed,
+    _: Reader,
     State(forge): State<Forge>,
     base: ApiBase,
     Path(org): Path<String>,
@@ -89,7 +92,7 @@ pub async fn installation_repositories(
 
 /// `GET /repos/{owner}/{repo}`.
 pub async fn get_repo(
-    _: Authed,
+    _: Reader,
     State(forge): State<Forge>,
     base: ApiBase,
     Path((owner, repo)): Path<(String, String)>,
@@ -112,14 +115,14 @@ pub struct RefQuery {
 
 /// `GET /repos/{owner}/{repo}/contents`: the root folder.
 pub async fn get_root_contents(
-    authed: Authed,
+    reader: Reader,
     state: State<Forge>,
     base: ApiBase,
     Path((owner, repo)): Path<(String, String)>,
     query: Query<RefQuery>,
 ) -> Result<Json<Value>> {
     get_contents(
-        authed,
+        reader,
         state,
         base,
         Path((owner, repo, String::new())),
@@ -169,7 +172,7 @@ fn no_commit(rev: &str) -> GitHubError {
 
 /// `GET /repos/{owner}/{repo}/contents/{path}?ref=`: a file (base64) or a folder's entries.
 pub async fn get_contents(
-    _: Authed,
+    _: Reader,
     State(forge): State<Forge>,
     base: ApiBase,
     Path((owner, repo, path)): Path<(String, String, String)>,
@@ -278,7 +281,7 @@ pub struct CommitsQuery {
 /// `GET /repos/{owner}/{repo}/commits?sha=&path=`: commits reachable from `sha` touching `path`, newest
 /// first, paginated with a `Link` header.
 pub async fn list_commits(
-    _: Authed,
+    _: Reader,
     State(forge): State<Forge>,
     base: ApiBase,
     Path((owner, repo)): Path<(String, String)>,
@@ -393,7 +396,7 @@ pub fn commit_info(git: &Git, sha: &str) -> Result<crate::git::CommitInfo> {
 
 /// `GET /repos/{owner}/{repo}/commits/{ref}`: one commit with its `files` and `stats`.
 pub async fn get_commit(
-    _: Authed,
+    _: Reader,
     State(forge): State<Forge>,
     base: ApiBase,
     Path((owner, repo, reference)): Path<(String, String, String)>,
@@ -424,7 +427,7 @@ pub async fn get_commit(
 
 /// `GET /repos/{owner}/{repo}/compare/{base}...{head}`: commits on head since the merge base, and files.
 pub async fn compare(
-    _: Authed,
+    _: Reader,
     State(forge): State<Forge>,
     base: ApiBase,
     Path((owner, repo, range)): Path<(String, String, String)>,
@@ -477,7 +480,7 @@ pub async fn compare(
 
 /// `GET /repos/{owner}/{repo}/branches/{branch}`.
 pub async fn get_branch(
-    _: Authed,
+    _: Reader,
     State(forge): State<Forge>,
     base: ApiBase,
     Path((owner, repo, branch)): Path<(String, String, String)>,

@@ -101,7 +101,7 @@ pub fn repository_id(name: &str) -> u64 {
             .fold(0u64, |h, b| (h * 131 + u64::from(b)) % 100_000)
 }
 
-/// The full repository object.
+/// The full repository object. The organisation's repositories are public, as their reads are.
 pub fn repository(base: &ApiBase, html_base: &str, name: &str, description: &str) -> Value {
     let id = repository_id(name);
     let api = format!("{}/repos/{ORGANISATION}/{name}", base.url);
@@ -111,7 +111,7 @@ pub fn repository(base: &ApiBase, html_base: &str, name: &str, description: &str
         "node_id": node_id("Repository", id),
         "name": name,
         "full_name": format!("{ORGANISATION}/{name}"),
-        "private": true,
+        "private": false,
         "owner": org_owner(base, html_base),
         "html_url": html,
         "description": description,
@@ -146,7 +146,7 @@ pub fn repository(base: &ApiBase, html_base: &str, name: &str, description: &str
         "forks_count": 0,
         "open_issues_count": 0,
         "default_branch": "main",
-        "visibility": "private",
+        "visibility": "public",
         "archived": false,
         "disabled": false,
         "is_template": false,

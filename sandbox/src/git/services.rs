@@ -1,5 +1,6 @@
 //! The files of a service repository at each commit of its plan: code, a Helm chart, `catalog-info.yaml`
-//! and migrations.
+//! (Backstage's format; none for [`SERVICE_WITHOUT_CATALOG`]) and migrations; and the history of the
+//! repository that is only in the catalog ([`crate::world::CATALOG_ONLY`]).
 
 use std::collections::BTreeMap;
 
@@ -7,7 +8,10 @@ use serde::Serialize;
 
 use super::stream::{CommitSpec, Signature, Stream};
 use super::{Result, people, yaml};
-use crate::world::{ORGANISATION, REGISTRY, ServicePlan, Timeline, team};
+use crate::world::{
+    CatalogOnlyPlan, DAY, HOUR, ON_CALL, ORGANISATION, REGISTRY, SERVICE_WITHOUT_CATALOG,
+    ServicePlan, Timeline, team,
+};
 
 /// The login of the team member who authored commit `index` of `plan`: members take turns.
 pub fn author(plan: &ServicePlan, index: usize) -> &'static str {
@@ -102,6 +106,17 @@ struct CatalogMetadata {
     description: String,
     annotations: BTreeMap<&'static str, String>,
     tags: Vec<String>,
+    links: Vec<CatalogLink>,
+}
+
+/// One of `metadata.links`.
+#[derive(Serialize)]
+struct CatalogLink {
+    url: String,
+    title: &'static str,
+    icon: &'static str,
+    #[serde(rename = "type")]
+    type_: &'static str,
 }
 
 #[derive(Serialize)]
@@ -111,8 +126,95 @@ struct CatalogSpec {
     type_: &'static str,
     lifecycle: &'static str,
     owner: String,
+    system: &'static str,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     depends_on: Vec<String>,
+}
+
+/// The catalog system a team's services belong to.
+fn system(team: &str) -> &'static str {
+    match team {
+        "payments" => "payments",
+        "shop" => "storefront",
+        _ => "discovery",
+    }
+}
+
+/// The documentation link every catalog entry has.
+fn docs_link(name: &str) -> CatalogLink {
+    CatalogLink {
+        url: format!("https://docs.acme.example/services/{name}"),
+        title: "Documentation",
+        icon: "docs",
+        type_: "docs",
+    }
+}
+
+/// The annotations every repository's catalog entry has: where its source and TechDocs are.
+fn base_annotations(name: &str) -> BTreeMap<&'static str, String> {
+    [
+        ("github.com/project-slug", format!("{ORGANISATION}/{name}")),
+        ("backstage.io/techdocs-ref", "dir:.".to_string()),
+        (
+            "backstage.io/source-location",
+            format!("url:https://github.com/{ORGANISATION}/{name}/tree/main/"),
+        ),
+    ]
+    .into()
+}
+
+/// A service's `catalog-info.yaml`: Backstage's Component with its description, tags, links (docs,
+/// runbook, dashboard), annotations (source, TechDocs, the Kubernetes selector, and PagerDuty for the
+/// services in [`ON_CALL`]), type, lifecycle, owner, system and dependencies.
+fn catalog_info(plan: &ServicePlan) -> CatalogInfo {
+    let mut annotations = base_annotations(plan.name);
+    annotations.insert(
+        "backstage.io/kubernetes-label-selector",
+        format!("{}={}", shared::crd::COMPONENT_LABEL, plan.name),
+    );
+    if let Some((_, id)) = ON_CALL.iter().find(|(service, _)| *service == plan.name) {
+        annotations.insert("pagerduty.com/service-id", (*id).to_string());
+    }
+    let mut tags = vec![language(plan).to_string(), system(plan.team).to_string()];
+    if plan.database {
+        tags.push("postgres".into());
+    }
+    CatalogInfo {
+        api_version: "backstage.io/v1alpha1",
+        kind: "Component",
+        metadata: CatalogMetadata {
+            name: plan.name.into(),
+            description: plan.description.into(),
+            annotations,
+            tags,
+            links: vec![
+                docs_link(plan.name),
+                CatalogLink {
+                    url: format!("https://runbooks.acme.example/{}", plan.name),
+                    title: "Runbook",
+                    icon: "help",
+                    type_: "runbook",
+                },
+                CatalogLink {
+                    url: format!("https://grafana.acme.example/d/{0}/{0}-overview", plan.name),
+                    title: "Dashboard",
+                    icon: "dashboard",
+                    type_: "dashboard",
+                },
+            ],
+        },
+        spec: CatalogSpec {
+            type_: "service",
+            lifecycle: "production",
+            owner: format!("group:{}", plan.team),
+            system: system(plan.team),
+            depends_on: plan
+                .depends_on
+                .iter()
+                .map(|d| format!("component:{d}"))
+                .collect(),
+        },
+    }
 }
 
 /// A Helm chart's `Chart.yaml`.
@@ -159,38 +261,12 @@ struct IngressValues {
 /// The files of the scaffold commit.
 fn scaffold(plan: &ServicePlan) -> Result<BTreeMap<String, Vec<u8>>> {
     let mut files = BTreeMap::new();
-    let catalog = CatalogInfo {
-        api_version: "backstage.io/v1alpha1",
-        kind: "Component",
-        metadata: CatalogMetadata {
-            name: plan.name.into(),
-            description: plan.description.into(),
-            annotations: [
-                (
-                    "github.com/project-slug",
-                    format!("{ORGANISATION}/{}", plan.name),
-                ),
-                ("backstage.io/techdocs-ref", "dir:.".to_string()),
-                (
-                    "backstage.io/kubernetes-label-selector",
-                    format!("{}={}", shared::crd::COMPONENT_LABEL, plan.name),
-                ),
-            ]
-            .into(),
-            tags: vec![language(plan).into()],
-        },
-        spec: CatalogSpec {
-            type_: "service",
-            lifecycle: "production",
-            owner: format!("group:{}", plan.team),
-            depends_on: plan
-                .depends_on
-                .iter()
-                .map(|d| format!("component:{d}"))
-                .collect(),
-        },
-    };
-    files.insert("catalog-info.yaml".into(), yaml(&catalog)?.into_bytes());
+    if plan.name != SERVICE_WITHOUT_CATALOG {
+        files.insert(
+            "catalog-info.yaml".into(),
+            yaml(&catalog_info(plan))?.into_bytes(),
+        );
+    }
     let chart = ChartYaml {
         api_version: "v2",
         name: plan.name.into(),
@@ -320,15 +396,119 @@ fn entry_point(plan: &ServicePlan) -> Vec<(String, String)> {
     }
 }
 
-/// The source file a feature commit adds, named after its message.
-fn feature_file(plan: &ServicePlan, message: &str) -> (String, String) {
-    let slug: String = message
+/// Writes the history of the repository that is only in the catalog onto `refs/heads/main` of `stream`:
+/// a few commits by its team's members, the last two days before the start.
+pub fn write_catalog_only_history(
+    stream: &mut Stream,
+    plan: &CatalogOnlyPlan,
+    timeline: &Timeline,
+) -> Result<()> {
+    let members = team(plan.team).map_or(&["root"][..], |t| t.members);
+    let mut previous = None;
+    let mut changelog = String::from("# Changelog\n\n");
+    for (index, message) in plan.commits.iter().enumerate() {
+        let login = members[index % members.len()];
+        let who = people::identity(login);
+        let days_before = (plan.commits.len() - index + 1) as i64;
+        let signature = Signature {
+            name: who.name,
+            email: who.email,
+            time: timeline.start().as_second() - days_before * DAY - 3 * HOUR,
+        };
+        let mut files = if index == 0 {
+            catalog_only_scaffold(plan)?
+        } else {
+            BTreeMap::new()
+        };
+        changelog.push_str(&format!("- {message}\n"));
+        files.insert("CHANGELOG.md".into(), changelog.clone().into_bytes());
+        if index > 0 {
+            let slug = slug(message);
+            files.insert(
+                format!("src/{slug}.ts"),
+                format!("// {message}\nexport function {slug}(): boolean {{\n  return true;\n}}\n")
+                    .into_bytes(),
+            );
+        }
+        let mark = stream.commit(&CommitSpec {
+            branch: "refs/heads/main".into(),
+            author: signature.clone(),
+            committer: signature,
+            message: (*message).into(),
+            from: previous,
+            merge: None,
+            files,
+        });
+        previous = Some(mark);
+    }
+    Ok(())
+}
+
+/// The first commit of [`crate::world::CATALOG_ONLY`]: its catalog entry, a README, docs and a TypeScript entry point;
+/// no chart, since nothing deploys it yet.
+fn catalog_only_scaffold(plan: &CatalogOnlyPlan) -> Result<BTreeMap<String, Vec<u8>>> {
+    let catalog = CatalogInfo {
+        api_version: "backstage.io/v1alpha1",
+        kind: "Component",
+        metadata: CatalogMetadata {
+            name: plan.name.into(),
+            description: plan.description.into(),
+            annotations: base_annotations(plan.name),
+            tags: plan.tags.iter().map(|t| t.to_string()).collect(),
+            links: vec![docs_link(plan.name)],
+        },
+        spec: CatalogSpec {
+            type_: "service",
+            lifecycle: plan.lifecycle,
+            owner: format!("group:{}", plan.team),
+            system: system(plan.team),
+            depends_on: vec!["component:catalog".into()],
+        },
+    };
+    let name = plan.name;
+    let description = plan.description;
+    let mut files = BTreeMap::new();
+    files.insert("catalog-info.yaml".into(), yaml(&catalog)?.into_bytes());
+    files.insert(
+        "README.md".into(),
+        format!(
+            "# {name}\n\n{description}.\n\nOwned by the {} team. An experiment: not on the platform yet.\n",
+            plan.team
+        )
+        .into_bytes(),
+    );
+    files.insert(
+        "docs/index.md".into(),
+        format!("# {name}\n\n{description}.\n").into_bytes(),
+    );
+    files.insert(
+        "package.json".into(),
+        format!(
+            "{{\n  \"name\": \"{name}\",\n  \"version\": \"0.1.0\",\n  \"main\": \"dist/index.js\"\n}}\n"
+        )
+        .into_bytes(),
+    );
+    files.insert(
+        "src/index.ts".into(),
+        format!("// {name}: {description}.\nexport const port = 8080;\n").into_bytes(),
+    );
+    Ok(files)
+}
+
+/// The first words of a commit message as an identifier (`add_card_authorisation`).
+fn slug(message: &str) -> String {
+    message
         .split(|c: char| !c.is_ascii_alphanumeric())
         .filter(|w| !w.is_empty())
         .take(4)
         .map(str::to_ascii_lowercase)
         .collect::<Vec<_>>()
-        .join("_");
+        .join("_")
+}
+
+/// The source file a feature commit adds, named after its message.
+fn feature_file(plan: &ServicePlan, message: &str) -> (String, String) {
+    let slug = slug(message);
     match language(plan) {
         "node" => (
             format!("src/{slug}.js"),

@@ -1052,7 +1052,16 @@ impl Inner {
                 message,
                 files.clone(),
             ) {
-                Ok(sha) => return Ok(sha),
+                Ok(sha) => {
+                    self.world.forge.announce_push(
+                        GITOPS_REPOSITORY,
+                        "refs/heads/main",
+                        &parent,
+                        &sha,
+                        login,
+                    );
+                    return Ok(sha);
+                }
                 Err(error) => last = Some(error),
             }
         }

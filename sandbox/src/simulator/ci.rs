@@ -116,6 +116,9 @@ impl Inner {
             message,
             files,
         )?;
+        self.world
+            .forge
+            .announce_push(service, "refs/heads/main", &parent, &sha, author);
         state.verdicts.push_back((sha.clone(), green));
         while state.verdicts.len() > VERDICTS_KEPT {
             state.verdicts.pop_front();

@@ -123,10 +123,13 @@ impl Inner {
             return Ok(());
         };
         let database = str_at(&schema, "/spec/database").to_string();
-        let file = schema["spec"]["migrations"][index]
+        let Some(file) = schema["spec"]["migrations"][index]
             .as_str()
-            .unwrap_or_default()
-            .to_string();
+            .map(str::to_string)
+        else {
+            // A check after the migrations (a backfill, a constraint) is not this loop's to run.
+            return Ok(());
+        };
         let check = checks[index]["state"]
             .as_str()
             .unwrap_or_default()

@@ -20,18 +20,18 @@ const RELEASE: &str = "platform/environments/prod/payments-release.yaml";
 
 /// A forge over freshly built repositories, served like the sandbox serves it: the API under `/github`,
 /// the sandbox's controls at the root.
-struct TestForge {
-    forge: Forge,
-    addr: SocketAddr,
-    http: reqwest::Client,
+pub struct TestForge {
+    pub forge: Forge,
+    pub addr: SocketAddr,
+    pub http: reqwest::Client,
 }
 
 impl TestForge {
-    async fn start() -> Self {
+    pub async fn start() -> Self {
         Self::with(ForgeConfig::default()).await
     }
 
-    async fn with(config: ForgeConfig) -> Self {
+    pub async fn with(config: ForgeConfig) -> Self {
         let repositories = Repositories::build().unwrap();
         let forge = Forge::new(repositories, config).unwrap();
         let router = axum::Router::new()
@@ -47,11 +47,11 @@ impl TestForge {
         Self { forge, addr, http }
     }
 
-    fn api(&self, path: &str) -> String {
+    pub fn api(&self, path: &str) -> String {
         format!("http://{}/github{path}", self.addr)
     }
 
-    fn app(&self) -> Octocrab {
+    pub fn app(&self) -> Octocrab {
         let (app_id, pem) = Forge::demo_app();
         Octocrab::builder()
             .base_uri(self.api("/"))
@@ -64,13 +64,13 @@ impl TestForge {
             .unwrap()
     }
 
-    fn installation(&self) -> Octocrab {
+    pub fn installation(&self) -> Octocrab {
         self.app()
             .installation(InstallationId(forge::DEMO_INSTALLATION_ID))
             .unwrap()
     }
 
-    fn git(&self, repo: &str, args: &[&str]) -> String {
+    pub fn git(&self, repo: &str, args: &[&str]) -> String {
         let out = Command::new("git")
             .arg("--git-dir")
             .arg(self.forge.repositories().path(repo))
@@ -83,8 +83,64 @@ impl TestForge {
         String::from_utf8(out.stdout).unwrap()
     }
 
+    /// Commits `files` (path, content) onto a new `branch` off main of `application-repositories` and
+    /// opens a pull request from it as the App: its number and head commit.
+    pub async fn open_pull(
+        &self,
+        branch: &str,
+        title: &str,
+        files: &[(&str, &str)],
+    ) -> (u64, String) {
+        let octo = self.installation();
+        let repo = octo.repos("acme", GITOPS_REPOSITORY);
+        let git = self.forge.repositories().git(GITOPS_REPOSITORY);
+        let main = git.resolve("main").unwrap().unwrap();
+        let tree = git.run(&["rev-parse", "main^{tree}"]).unwrap();
+        let entries = files
+            .iter()
+            .map(|(path, content)| {
+                octocrab::models::git::CreateTreeEntry::new(*path, "100644", "blob")
+                    .with_content(*content)
+            })
+            .collect();
+        let tree = repo
+            .create_tree(entries)
+            .base_tree(tree.trim())
+            .send()
+            .await
+            .unwrap();
+        let commit = octo
+            .git("acme", GITOPS_REPOSITORY)
+            .create_commit(title, &tree.sha)
+            .parents(vec![main])
+            .send()
+            .await
+            .unwrap();
+        repo.create_ref(&Reference::Branch(branch.into()), &commit.sha)
+            .await
+            .unwrap();
+        let pull = octo
+            .pulls("acme", GITOPS_REPOSITORY)
+            .create(title, branch, "main")
+            .send()
+            .await
+            .unwrap();
+        (pull.number, commit.sha)
+    }
+
+    /// Moves the forge's clock `seconds` past now.
+    pub fn tick_in(&self, seconds: i64) {
+        self.forge
+            .tick(jiff::Timestamp::now() + jiff::SignedDuration::from_secs(seconds));
+    }
+
+    /// The file at `path` on main of `application-repositories`.
+    pub fn gitops_file(&self, path: &str) -> String {
+        self.git(GITOPS_REPOSITORY, &["show", &format!("main:{path}")])
+    }
+
     /// An installation token fetched by hand, for raw HTTP calls.
-    async fn token(&self) -> String {
+    pub async fn token(&self) -> String {
         let response = self
             .http
             .post(self.api(&format!(
@@ -112,7 +168,7 @@ fn jwt(pem: &str, issued_ago: i64, expires_in: i64) -> String {
     .unwrap()
 }
 
-async fn within<T>(future: impl std::future::Future<Output = T>) -> T {
+pub async fn within<T>(future: impl std::future::Future<Output = T>) -> T {
     tokio::time::timeout(Duration::from_secs(10), future)
         .await
         .expect("timed out")
@@ -136,8 +192,10 @@ async fn octocrab_as_the_app_opens_a_pull_request_whose_commit_is_on_disk_and_a_
     };
     let base_commit = repo.get_commit(&main_sha).await.unwrap();
 
+    // A change the forge's CI validates: the file as it is, plus a comment.
+    let promoted = format!("{}# promoted by the test\n", forge.gitops_file(RELEASE));
     let blob = repo
-        .create_blob("kind: Release\n# promoted by the test\n")
+        .create_blob(promoted.as_str())
         .encoding("utf-8")
         .send()
         .await
@@ -191,13 +249,17 @@ async fn octocrab_as_the_app_opens_a_pull_request_whose_commit_is_on_disk_and_a_
         [pull.number]
     );
 
-    // The forge's CI validates the head: queued, then success once time moves on.
+    // The forge's CI validates the head: in progress from the start, then success once time moves on.
     let route = format!(
         "/repos/acme/{GITOPS_REPOSITORY}/commits/{}/check-runs",
         commit.sha
     );
     let runs: Value = octo.get(&route, None::<&()>).await.unwrap();
-    assert_eq!(runs["check_runs"][0]["status"], "queued");
+    assert_eq!(runs["check_runs"][0]["status"], "in_progress");
+    assert_eq!(
+        runs["check_runs"][0]["pull_requests"][0]["number"],
+        pull.number
+    );
     forge
         .forge
         .tick(jiff::Timestamp::now() + jiff::SignedDuration::from_secs(10));
@@ -375,13 +437,25 @@ async fn an_expired_installation_token_is_bad_credentials() {
     assert_eq!(body["message"], "Bad credentials");
     assert_eq!(body["documentation_url"], "https://docs.github.com/rest");
 
+    // The repositories are public: reading needs no token, but writing does.
     let anonymous = forge
         .http
         .get(forge.api("/repos/acme/payments"))
         .send()
         .await
         .unwrap();
-    assert_eq!(anonymous.status(), 401);
+    assert_eq!(anonymous.status(), 200);
+    let body: Value = anonymous.json().await.unwrap();
+    assert_eq!(body["private"], false);
+    assert_eq!(body["visibility"], "public");
+    let anonymous_write = forge
+        .http
+        .post(forge.api("/repos/acme/payments/git/blobs"))
+        .json(&json!({"content": "x"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous_write.status(), 401);
 }
 
 #[tokio::test]
@@ -580,7 +654,10 @@ async fn contents_and_commit_history_read_from_the_repositories_with_paging_link
     .unwrap();
     let link = response.headers()["link"].to_str().unwrap().to_string();
     assert!(link.contains("rel=\"next\""), "{link}");
-    assert!(link.contains("/github/repos/acme/"), "{link}");
+    assert!(
+        link.contains(&format!("<http://{}/github/repos/acme/", forge.addr)),
+        "{link}"
+    );
     let commits: Value = response.json().await.unwrap();
     assert_eq!(commits.as_array().unwrap().len(), 1);
     assert!(
@@ -620,7 +697,8 @@ async fn contents_and_commit_history_read_from_the_repositories_with_paging_link
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(repos.items.len() + rest.items.len(), 9);
+    // Eight services, the GitOps repository, and the one repository only in the catalog.
+    assert_eq!(repos.items.len() + rest.items.len(), 10);
 }
 
 #[tokio::test]
