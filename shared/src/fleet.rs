@@ -693,6 +693,7 @@ impl FleetEvent {
             item: Option<ActivityItem>,
             run: Option<crate::pipelines::PipelineRunSummary>,
             namespace: Option<String>,
+            pull: Option<crate::delivery::PullRequestView>,
         }
         let e: Envelope = serde_json::from_str(text).ok()?;
         Some(match e.kind.as_str() {
@@ -712,6 +713,8 @@ impl FleetEvent {
                 namespace: e.namespace?,
                 name: e.name?,
             },
+            "pull_request_updated" => FleetEvent::PullRequestUpdated { pull: e.pull? },
+            "releases_changed" => FleetEvent::ReleasesChanged,
             _ => return None,
         })
     }

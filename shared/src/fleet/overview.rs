@@ -1,9 +1,13 @@
 //! The Overview's logic: its filters as they live in the URL, the fleet in numbers, the teams and
-//! environments to filter by, and the activity feed.
+//! environments to filter by, and the activity feed. Services the catalog knows but the platform does not
+//! ([`CatalogState::NotOnboarded`]) are no matrix row and count in nothing: they are listed apart
+//! ([`OverviewFilter::not_onboarded`]), each with a link to onboard it ([`onboard_href`]).
 
 use std::collections::BTreeSet;
 
-use crate::fleet::{ActivityItem, EnvironmentCell, Health, ServiceSummary, SyncStatus};
+use crate::fleet::{
+    ActivityItem, CatalogState, CellProblem, EnvironmentCell, Health, ServiceSummary, SyncStatus,
+};
 use crate::slo::{SloSummary, budget_order};
 use crate::status::{Tone, cell_tone};
 use crate::time::parse_rfc3339;
@@ -22,18 +26,24 @@ pub enum StatusFilter {
     Drift,
     /// Its cluster cannot be reached.
     Unreachable,
-    /// Synced, healthy and without drift.
+    /// Synced, healthy, without drift and without any [`CellProblem`].
     Healthy,
+    /// Has this problem (a stale secret, a composition error, a schema behind, a failed schema check).
+    Problem(CellProblem),
 }
 
 impl StatusFilter {
     /// Every filter, in the order the picker offers them.
-    pub const ALL: [StatusFilter; 6] = [
+    pub const ALL: [StatusFilter; 10] = [
         StatusFilter::Problems,
         StatusFilter::OutOfSync,
         StatusFilter::Degraded,
         StatusFilter::Drift,
         StatusFilter::Unreachable,
+        StatusFilter::Problem(CellProblem::StaleSecret),
+        StatusFilter::Problem(CellProblem::CompositionError),
+        StatusFilter::Problem(CellProblem::SchemaBehind),
+        StatusFilter::Problem(CellProblem::SchemaCheckFailed),
         StatusFilter::Healthy,
     ];
 
@@ -46,6 +56,7 @@ impl StatusFilter {
             StatusFilter::Drift => "drift",
             StatusFilter::Unreachable => "unreachable",
             StatusFilter::Healthy => "healthy",
+            StatusFilter::Problem(problem) => problem.as_str(),
         }
     }
 
@@ -63,20 +74,56 @@ impl StatusFilter {
             StatusFilter::Drift => "Drifted",
             StatusFilter::Unreachable => "Cluster unreachable",
             StatusFilter::Healthy => "Synced and Healthy",
+            StatusFilter::Problem(problem) => problem.label(),
         }
     }
 
     /// Whether one cell is in.
     pub fn matches(self, cell: &EnvironmentCell) -> bool {
         match self {
-            StatusFilter::Problems => cell_tone(cell) != Tone::Ok,
+            StatusFilter::Problems => matrix_tone(cell) != Tone::Ok,
             StatusFilter::OutOfSync => cell.sync == SyncStatus::OutOfSync,
             StatusFilter::Degraded => matches!(cell.health, Health::Degraded | Health::Missing),
             StatusFilter::Drift => cell.drift,
             StatusFilter::Unreachable => cell.unreachable_since.is_some(),
-            StatusFilter::Healthy => cell_tone(cell) == Tone::Ok,
+            StatusFilter::Healthy => matrix_tone(cell) == Tone::Ok,
+            StatusFilter::Problem(problem) => cell.problems.contains(&problem),
         }
     }
+}
+
+/// How a problem feels: a stale secret or a schema behind the code needs a look; a composition error or a
+/// failed schema check is failing.
+pub fn problem_tone(problem: CellProblem) -> Tone {
+    match problem {
+        CellProblem::StaleSecret | CellProblem::SchemaBehind => Tone::Warn,
+        CellProblem::CompositionError | CellProblem::SchemaCheckFailed => Tone::Bad,
+    }
+}
+
+/// A matrix cell rolled up as the Overview shows it: [`cell_tone`] (sync, health, drift, reachability) made
+/// worse by each of its problems, so a cell with a stale secret is neither "healthy" nor calm.
+pub fn matrix_tone(cell: &EnvironmentCell) -> Tone {
+    cell.problems
+        .iter()
+        .map(|p| problem_tone(*p))
+        .fold(cell_tone(cell), Tone::max)
+}
+
+/// Whether `service` is on the platform (it has a Component): every service but one only the catalog knows.
+pub fn is_onboarded(service: &ServiceSummary) -> bool {
+    service.catalog_state != CatalogState::NotOnboarded
+}
+
+/// Where Onboard goes for a service the catalog knows: the onboarding form, prefilled with its name, owner
+/// and description.
+pub fn onboard_href(service: &ServiceSummary) -> String {
+    format!(
+        "/create?template=onboard-service&name={}&owner={}&description={}",
+        encode_query_value(&service.name),
+        encode_query_value(&service.owner),
+        encode_query_value(&service.description)
+    )
 }
 
 /// The order of the Overview's services (`?sort=`).
@@ -224,14 +271,18 @@ impl OverviewFilter {
             .filter(move |cell| self.env.as_ref().is_none_or(|env| &cell.environment == env))
     }
 
-    /// Whether `service` is shown.
-    pub fn matches(&self, service: &ServiceSummary) -> bool {
+    /// Whether `service`'s name, owner or description has the text, and its owner is the team.
+    fn matches_text_and_team(&self, service: &ServiceSummary) -> bool {
         let needle = self.q.trim().to_lowercase();
         let text = needle.is_empty()
             || service.name.to_lowercase().contains(&needle)
             || service.owner.to_lowercase().contains(&needle)
             || service.description.to_lowercase().contains(&needle);
-        let team = self.team.as_ref().is_none_or(|team| &service.owner == team);
+        text && self.team.as_ref().is_none_or(|team| &service.owner == team)
+    }
+
+    /// Whether `service` is a row of the matrix: onboarded, and matching every filter.
+    pub fn matches(&self, service: &ServiceSummary) -> bool {
         let env = self
             .env
             .as_ref()
@@ -239,7 +290,7 @@ impl OverviewFilter {
         let status = self
             .status
             .is_none_or(|status| self.cells(service).any(|cell| status.matches(cell)));
-        text && team && env && status
+        is_onboarded(service) && self.matches_text_and_team(service) && env && status
     }
 
     /// The services shown, in the order given.
@@ -249,12 +300,28 @@ impl OverviewFilter {
     ) -> Vec<&'a ServiceSummary> {
         services.into_iter().filter(|s| self.matches(s)).collect()
     }
+
+    /// The services only the catalog knows that match the text and team filters, in the order given; none
+    /// while an environment or a status is chosen, since they run nowhere.
+    pub fn not_onboarded<'a>(
+        &self,
+        services: impl IntoIterator<Item = &'a ServiceSummary>,
+    ) -> Vec<&'a ServiceSummary> {
+        if self.env.is_some() || self.status.is_some() {
+            return Vec::new();
+        }
+        services
+            .into_iter()
+            .filter(|s| !is_onboarded(s) && self.matches_text_and_team(s))
+            .collect()
+    }
 }
 
-/// Owner teams, sorted, each once.
+/// Owner teams of the onboarded services, sorted, each once.
 pub fn teams<'a>(services: impl IntoIterator<Item = &'a ServiceSummary>) -> Vec<String> {
     services
         .into_iter()
+        .filter(|s| is_onboarded(s))
         .map(|s| s.owner.clone())
         .collect::<BTreeSet<_>>()
         .into_iter()
@@ -274,16 +341,16 @@ pub fn environments<'a>(services: impl IntoIterator<Item = &'a ServiceSummary>) 
     seen
 }
 
-/// The fleet in numbers, over every service × environment cell.
+/// The fleet in numbers, over every onboarded service × environment cell.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FleetCounts {
-    /// Services.
+    /// Onboarded services.
     pub services: usize,
-    /// Distinct owner teams.
+    /// Distinct owner teams of those.
     pub teams: usize,
     /// Service × environment cells.
     pub deployments: usize,
-    /// Synced, healthy, no drift, reachable.
+    /// Synced, healthy, no drift, reachable, no problem.
     pub healthy: usize,
     /// Progressing or suspended.
     pub progressing: usize,
@@ -295,19 +362,47 @@ pub struct FleetCounts {
     pub drifted: usize,
     /// On a cluster that cannot be reached.
     pub unreachable: usize,
+    /// With an ExternalSecret that has not refreshed.
+    pub stale_secret: usize,
+    /// With a Crossplane claim or composed resource not ready or not synced.
+    pub composition_error: usize,
+    /// Whose database schema is behind the code running.
+    pub schema_behind: usize,
+    /// Whose database has a failed schema check.
+    pub schema_check_failed: usize,
 }
 
-/// Counts `services` and their cells.
+impl FleetCounts {
+    /// The cells with `problem`.
+    pub fn with_problem(&self, problem: CellProblem) -> usize {
+        match problem {
+            CellProblem::StaleSecret => self.stale_secret,
+            CellProblem::CompositionError => self.composition_error,
+            CellProblem::SchemaBehind => self.schema_behind,
+            CellProblem::SchemaCheckFailed => self.schema_check_failed,
+        }
+    }
+}
+
+/// Counts the onboarded services among `services` and their cells.
 pub fn fleet_counts<'a>(services: impl IntoIterator<Item = &'a ServiceSummary>) -> FleetCounts {
     let mut counts = FleetCounts::default();
     let mut owners = BTreeSet::new();
-    for service in services {
+    for service in services.into_iter().filter(|s| is_onboarded(s)) {
         counts.services += 1;
         owners.insert(service.owner.as_str());
         for cell in &service.environments {
             counts.deployments += 1;
-            if cell_tone(cell) == Tone::Ok {
+            if matrix_tone(cell) == Tone::Ok {
                 counts.healthy += 1;
+            }
+            for problem in &cell.problems {
+                *match problem {
+                    CellProblem::StaleSecret => &mut counts.stale_secret,
+                    CellProblem::CompositionError => &mut counts.composition_error,
+                    CellProblem::SchemaBehind => &mut counts.schema_behind,
+                    CellProblem::SchemaCheckFailed => &mut counts.schema_check_failed,
+                } += 1;
             }
             match cell.health {
                 Health::Progressing | Health::Suspended => counts.progressing += 1,
@@ -328,6 +423,7 @@ pub fn fleet_counts<'a>(services: impl IntoIterator<Item = &'a ServiceSummary>) 
     counts.teams = owners.len();
     counts
 }
+
 /// The feed: items from the stream and from the last fetch, each once, newest first, at most `limit`.
 pub fn merge_activity(
     live: &[ActivityItem],
@@ -490,6 +586,190 @@ mod tests {
         assert_eq!(counts.unreachable, 0);
         assert_eq!(teams(&fleet()), ["discovery", "payments", "shop"]);
         assert_eq!(environments(&fleet()), ["dev", "prod"]);
+    }
+
+    /// The sandbox's situations: checkout prod has a stale secret, catalog dev a composition error, payments
+    /// prod a schema behind the code and a failed check; search is in the catalog only.
+    fn fleet_with_problems() -> Vec<ServiceSummary> {
+        let with = |env: &str, problems: &[CellProblem]| EnvironmentCell {
+            problems: problems.to_vec(),
+            ..healthy(env)
+        };
+        let mut search = service("search", "shop", vec![]);
+        search.catalog_state = CatalogState::NotOnboarded;
+        search.description = "Search & suggest".into();
+        vec![
+            service(
+                "catalog",
+                "shop",
+                vec![
+                    with("dev", &[CellProblem::CompositionError]),
+                    healthy("prod"),
+                ],
+            ),
+            service(
+                "checkout",
+                "shop",
+                vec![healthy("dev"), with("prod", &[CellProblem::StaleSecret])],
+            ),
+            service(
+                "payments",
+                "payments",
+                vec![
+                    healthy("dev"),
+                    with(
+                        "prod",
+                        &[CellProblem::SchemaBehind, CellProblem::SchemaCheckFailed],
+                    ),
+                ],
+            ),
+            search,
+            service("wishlist", "discovery", vec![healthy("dev")]),
+        ]
+    }
+
+    #[test]
+    fn each_problem_counts_once_per_cell_and_a_cell_with_one_is_not_healthy() {
+        let counts = fleet_counts(&fleet_with_problems());
+        assert_eq!(counts.services, 4, "search is not onboarded");
+        assert_eq!(counts.teams, 3);
+        assert_eq!(counts.deployments, 7);
+        assert_eq!(counts.stale_secret, 1);
+        assert_eq!(counts.composition_error, 1);
+        assert_eq!(counts.schema_behind, 1);
+        assert_eq!(counts.schema_check_failed, 1);
+        assert_eq!(counts.with_problem(CellProblem::SchemaCheckFailed), 1);
+        assert_eq!(counts.healthy, 4, "three cells have problems");
+        assert_eq!(counts.degraded + counts.out_of_sync + counts.drifted, 0);
+
+        let services = fleet_with_problems();
+        let tones: Vec<Tone> = services
+            .iter()
+            .flat_map(|s| &s.environments)
+            .map(matrix_tone)
+            .collect();
+        assert_eq!(
+            tones,
+            [
+                Tone::Bad,
+                Tone::Ok,
+                Tone::Ok,
+                Tone::Warn,
+                Tone::Ok,
+                Tone::Bad,
+                Tone::Ok
+            ]
+        );
+    }
+
+    #[test]
+    fn each_problem_is_a_status_filter_in_the_url() {
+        let services = fleet_with_problems();
+        let names = |status: StatusFilter| {
+            OverviewFilter {
+                status: Some(status),
+                ..Default::default()
+            }
+            .apply(&services)
+            .into_iter()
+            .map(|s| s.name.as_str())
+            .collect::<Vec<_>>()
+        };
+        for (problem, expected) in [
+            (CellProblem::StaleSecret, "checkout"),
+            (CellProblem::CompositionError, "catalog"),
+            (CellProblem::SchemaBehind, "payments"),
+            (CellProblem::SchemaCheckFailed, "payments"),
+        ] {
+            let status = StatusFilter::Problem(problem);
+            assert_eq!(names(status), [expected], "{problem:?}");
+            assert_eq!(StatusFilter::parse(problem.as_str()), Some(status));
+            assert!(StatusFilter::ALL.contains(&status));
+            assert_eq!(status.label(), problem.label());
+        }
+        assert_eq!(
+            names(StatusFilter::Problems),
+            ["catalog", "checkout", "payments"]
+        );
+        assert_eq!(
+            names(StatusFilter::Healthy),
+            ["catalog", "checkout", "payments", "wishlist"],
+            "each has a healthy cell somewhere"
+        );
+        let stale_in_dev = OverviewFilter {
+            env: Some("dev".into()),
+            status: Some(StatusFilter::Problem(CellProblem::StaleSecret)),
+            ..Default::default()
+        };
+        assert!(stale_in_dev.apply(&services).is_empty());
+        let link = OverviewFilter {
+            status: Some(StatusFilter::Problem(CellProblem::SchemaCheckFailed)),
+            ..Default::default()
+        };
+        assert_eq!(link.to_path(), "/?status=schema-check-failed");
+        assert_eq!(
+            OverviewFilter::from_query(|key| (key == "status").then(|| "stale-secret".into()))
+                .status,
+            Some(StatusFilter::Problem(CellProblem::StaleSecret))
+        );
+        let every: BTreeSet<&str> = StatusFilter::ALL.iter().map(|s| s.as_str()).collect();
+        assert_eq!(every.len(), StatusFilter::ALL.len(), "each spelled once");
+    }
+
+    #[test]
+    fn a_service_only_the_catalog_knows_is_no_row_but_is_listed_apart_with_its_onboarding_link() {
+        let services = fleet_with_problems();
+        let rows: Vec<&str> = OverviewFilter::default()
+            .apply(&services)
+            .into_iter()
+            .map(|s| s.name.as_str())
+            .collect();
+        assert!(!rows.contains(&"search"));
+        let apart = |filter: OverviewFilter| {
+            filter
+                .not_onboarded(&services)
+                .into_iter()
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(apart(OverviewFilter::default()), ["search"]);
+        assert_eq!(
+            apart(OverviewFilter {
+                q: "SUGGEST".into(),
+                ..Default::default()
+            }),
+            ["search"]
+        );
+        assert!(
+            apart(OverviewFilter {
+                team: Some("payments".into()),
+                ..Default::default()
+            })
+            .is_empty()
+        );
+        assert!(
+            apart(OverviewFilter {
+                env: Some("prod".into()),
+                ..Default::default()
+            })
+            .is_empty(),
+            "it runs in no environment"
+        );
+        assert!(
+            apart(OverviewFilter {
+                status: Some(StatusFilter::Healthy),
+                ..Default::default()
+            })
+            .is_empty()
+        );
+        assert_eq!(teams(&services), ["discovery", "payments", "shop"]);
+        let only_search = [services[3].clone()];
+        assert!(teams(&only_search).is_empty());
+        assert_eq!(fleet_counts(&only_search), FleetCounts::default());
+        assert_eq!(
+            onboard_href(&services[3]),
+            "/create?template=onboard-service&name=search&owner=shop&description=Search%20%26%20suggest"
+        );
     }
 
     #[test]
