@@ -373,9 +373,21 @@ pub struct GithubConfig {
     /// The GitOps repository PRs go to.
     #[serde(default = "default_gitops_repository")]
     pub gitops_repository: String,
-    /// Seconds between reads of the GitOps repository's merged pull requests (the activity feed's merges).
+    /// Seconds between reads of the GitOps repository's merged pull requests (the activity feed's merges)
+    /// while no webhook secret is configured; with webhooks, merges arrive as `pull_request` events and this
+    /// read becomes a backup every few minutes.
     #[serde(default = "default_merged_poll_seconds")]
     pub merged_poll_seconds: u64,
+    /// The secret GitHub signs the App's webhook deliveries with (`X-Hub-Signature-256`). Set, Tower takes
+    /// `POST /api/v1/webhooks/github` and keeps pull requests, release records and the catalog current from
+    /// the events, polling only as a slow backup; absent, the webhook answers 401 and Tower polls instead.
+    /// Env: `TOWER_GITHUB_WEBHOOK_SECRET`.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "secret::optional"
+    )]
+    pub webhook_secret: Option<SecretString>,
 }
 
 fn default_gitops_repository() -> String {
@@ -467,7 +479,12 @@ fn is_http_url(url: &str) -> bool {
 
 /// The keys whose values are secrets: the `/config` page says only whether each is set. A new secret field
 /// must be named here (`settings_never_carry_a_secret` sets every one and looks for it in the answer).
-const SECRET_KEYS: [&str; 3] = ["token", "client_secret", "app_private_key"];
+const SECRET_KEYS: [&str; 4] = [
+    "token",
+    "client_secret",
+    "app_private_key",
+    "webhook_secret",
+];
 
 impl TowerConfig {
     /// The configuration as the `/config` page lists it: one line per leaf key (`github.app_id`,
@@ -579,6 +596,17 @@ impl TowerConfig {
             }
             if github.merged_poll_seconds == 0 {
                 errors.push(error("github.merged_poll_seconds", "must be at least 1"));
+            }
+            // An empty secret would let anyone sign a delivery: HMAC with an empty key is no check at all.
+            if github
+                .webhook_secret
+                .as_ref()
+                .is_some_and(|secret| secret.expose_secret().trim().is_empty())
+            {
+                errors.push(error(
+                    "github.webhook_secret",
+                    "must not be empty (leave it out to run without webhooks)",
+                ));
             }
             if !github
                 .app_private_key
@@ -766,6 +794,7 @@ mod tests {
             app_private_key: "SECRET-private-key".into(),
             gitops_repository: "application-repositories".into(),
             merged_poll_seconds: 30,
+            webhook_secret: Some("SECRET-webhook".into()),
         });
         let settings = full.settings();
         let find = |key: &str| settings.iter().find(|s| s.key == key);
@@ -777,6 +806,7 @@ mod tests {
         assert_eq!(secret("argocd[0].token"), Some(("set", true)));
         assert_eq!(secret("github.client_secret"), Some(("set", true)));
         assert_eq!(secret("github.app_private_key"), Some(("set", true)));
+        assert_eq!(secret("github.webhook_secret"), Some(("set", true)));
         assert_eq!(find("github.app_id").map(|s| s.value.as_str()), Some("7"));
         assert_eq!(
             find("clusters[1].context").map(|s| s.value.as_str()),
@@ -784,6 +814,31 @@ mod tests {
         );
         assert!(find("TOWER_SESSION_SECRET").is_some_and(|s| s.secret));
         assert_eq!(full.clusters[1].connection(), "kubeconfig context dev");
+    }
+
+    #[test]
+    fn an_empty_webhook_secret_is_named_because_it_would_sign_nothing() {
+        let github = |secret: Option<&str>| GithubConfig {
+            api_url: "https://api.github.com/".into(),
+            oauth_authorize_url: "https://github.com/login/oauth/authorize".into(),
+            oauth_token_url: "https://github.com/login/oauth/access_token".into(),
+            client_id: "Iv1.abc".into(),
+            client_secret: "client".into(),
+            app_id: 7,
+            installation_id: 9,
+            app_private_key: "-----BEGIN PRIVATE KEY-----".into(),
+            gitops_repository: "application-repositories".into(),
+            merged_poll_seconds: 15,
+            webhook_secret: secret.map(Into::into),
+        };
+        let mut with = config();
+        with.github = Some(github(Some(" ")));
+        let keys: Vec<String> = with.validate().into_iter().map(|e| e.key).collect();
+        assert_eq!(keys, ["github.webhook_secret"]);
+        with.github = Some(github(Some("s3cret")));
+        assert_eq!(with.validate(), vec![]);
+        with.github = Some(github(None));
+        assert_eq!(with.validate(), vec![]);
     }
 
     #[test]

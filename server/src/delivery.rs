@@ -12,15 +12,18 @@ pub mod merges;
 pub mod plans;
 pub mod pull;
 pub mod releases;
+pub mod tracking;
 
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::sync::{Arc, OnceLock};
 
+use secrecy::SecretString;
 use shared::delivery::{PullRequestView, RenderContext};
-use tokio::sync::Mutex;
+use tokio::sync::Notify;
 
 use self::builds::Builds;
 use self::releases::ReleaseHistory;
+use self::tracking::PullTracker;
+use crate::fleet::catalog::Catalog;
 use crate::upstream::github::{GithubApp, GithubError};
 
 pub use crate::error::{Error, Result};
@@ -46,21 +49,28 @@ pub struct DeliveryConfig {
     pub component_label: String,
     /// The scaffold templates onboarding offers (see `TowerConfig::scaffolds`).
     pub scaffolds: Vec<shared::delivery::Scaffold>,
+    /// The secret GitHub's webhook deliveries are signed with (`github.webhook_secret`); without one the
+    /// webhook answers 401 and Tower polls.
+    pub webhook_secret: Option<SecretString>,
 }
-
-/// How long the list of Tower's pull requests is reused before asking the forge again.
-const PULLS_FRESH_FOR: Duration = Duration::from_secs(5);
 
 struct Inner {
     github: GithubApp,
     config: DeliveryConfig,
     builds: Builds,
     releases: ReleaseHistory,
-    /// Tower's pull requests as last listed, for the PRs tab and the cards' pending PRs.
-    pulls: Mutex<Option<(Instant, Vec<PullRequestView>)>>,
+    /// Tower's pull requests, for the PRs tab and the cards' pending PRs, kept current in the background.
+    tracker: PullTracker,
+    /// Wakes the merged-pull-request poll of the activity feed ([`merges::spawn`]) when a webhook says one
+    /// merged.
+    merges: Arc<Notify>,
+    /// The catalog, which GitHub's `push` webhooks keep current; set once at start (the catalog belongs to
+    /// the fleet model, which is built beside Delivery).
+    catalog: OnceLock<Catalog>,
 }
 
-/// Delivery's state: the forge client, the green-build cache and the release-record cache. Cheap to clone.
+/// Delivery's state: the forge client, the green-build cache, the release-record cache, the cache of Tower's
+/// pull requests, and where GitHub's webhooks land. Cheap to clone.
 #[derive(Clone)]
 pub struct Delivery {
     inner: Arc<Inner>,
@@ -76,9 +86,37 @@ impl Delivery {
                 github,
                 config,
                 builds,
-                pulls: Mutex::new(None),
+                tracker: PullTracker::default(),
+                merges: Arc::new(Notify::new()),
+                catalog: OnceLock::new(),
             }),
         }
+    }
+
+    /// Lets `push` webhooks reach `catalog`.
+    pub fn follow_catalog(&self, catalog: Catalog) {
+        // Set once by `serve`; a second call would be a wiring mistake, and the first catalog stays.
+        let _ = self.inner.catalog.set(catalog);
+    }
+
+    /// The catalog `push` webhooks update, once set.
+    pub fn catalog(&self) -> Option<&Catalog> {
+        self.inner.catalog.get()
+    }
+
+    /// The secret webhook deliveries must be signed with, when webhooks are configured.
+    pub fn webhook_secret(&self) -> Option<&SecretString> {
+        self.inner.config.webhook_secret.as_ref()
+    }
+
+    /// The cache of Tower's pull requests.
+    pub fn tracker(&self) -> &PullTracker {
+        &self.inner.tracker
+    }
+
+    /// What wakes the activity feed's merge poll.
+    pub fn merges_wake(&self) -> Arc<Notify> {
+        self.inner.merges.clone()
     }
 
     /// The forge client.
@@ -118,21 +156,9 @@ impl Delivery {
         }
     }
 
-    /// Tower's pull requests (open, and the most recently merged), listed at most every few seconds.
+    /// Tower's pull requests (open, and the most recently merged) from the cache the background task keeps
+    /// current ([`tracking`]).
     pub async fn pulls(&self) -> Result<Vec<PullRequestView>> {
-        let mut cached = self.inner.pulls.lock().await;
-        if let Some((at, pulls)) = cached.as_ref()
-            && at.elapsed() < PULLS_FRESH_FOR
-        {
-            return Ok(pulls.clone());
-        }
-        let pulls = pull::list_tower_pulls(self).await?;
-        *cached = Some((Instant::now(), pulls.clone()));
-        Ok(pulls)
-    }
-
-    /// Forgets the listed pull requests, after Tower changed one.
-    pub async fn forget_pulls(&self) {
-        *self.inner.pulls.lock().await = None;
+        self.inner.tracker.list(self).await
     }
 }

@@ -403,9 +403,42 @@ impl FleetModel {
         self.inner.stores.workloads.keys().cloned().collect()
     }
 
-    /// The service's databases with their schema state; database error texts only when `with_errors`.
+    /// The service's databases (bound to it, or named after it) with their schema state; database error texts
+    /// only when `with_errors`.
     pub fn databases(&self, service: &str, with_errors: bool) -> Vec<DatabaseView> {
-        let detail = self.service_detail(service);
+        self.database_views(
+            |db| {
+                db.spec.name == service
+                    || db
+                        .status
+                        .as_ref()
+                        .is_some_and(|s| s.bound_components.iter().any(|c| c == service))
+            },
+            |_| with_errors,
+        )
+    }
+
+    /// The Databases `wanted` picks, by environment then name, each with its schema state: the one place a
+    /// Database becomes a [`DatabaseView`], for a service's Databases tab and the Databases page alike.
+    /// `errors_visible` is asked per database with the owner teams of the fleet services bound to it (empty
+    /// when none is), and the schema operator's error texts are kept only where it says yes.
+    pub fn database_views(
+        &self,
+        wanted: impl Fn(&Database) -> bool,
+        errors_visible: impl Fn(&[String]) -> bool,
+    ) -> Vec<DatabaseView> {
+        let view = self.current_view();
+        // What the code running in each environment needs of each database, from the cards of the services
+        // using it (a card's schema is its Release's database against the migrations its code ships).
+        let mut in_code: HashMap<(&str, &str), Vec<&shared::fleet::SchemaView>> = HashMap::new();
+        for card in view.services.values().flat_map(|detail| &detail.cards) {
+            if let Some(schema) = &card.schema {
+                in_code
+                    .entry((card.environment.as_str(), schema.database.as_str()))
+                    .or_default()
+                    .push(schema);
+            }
+        }
         let schemas = self.inner.stores.schemas.state();
         let mut views: Vec<DatabaseView> = self
             .inner
@@ -413,43 +446,46 @@ impl FleetModel {
             .databases
             .state()
             .iter()
-            .filter(|db| {
-                db.status
-                    .as_ref()
-                    .is_some_and(|s| s.bound_components.iter().any(|c| c == service))
-                    || db.spec.name == service
-            })
+            .filter(|db| wanted(db))
             .map(|db| {
+                let (name, environment) = (&db.spec.name, &db.spec.environment);
                 let status = db.status.clone().unwrap_or_default();
-                let schema = schemas.iter().find(|s| {
-                    s.spec.database == db.spec.name && s.spec.environment == db.spec.environment
-                });
-                let card_schema = detail
-                    .as_ref()
-                    .and_then(|d| {
-                        d.cards
-                            .iter()
-                            .find(|c| c.environment == db.spec.environment)
-                    })
-                    .and_then(|c| c.schema.clone());
-                let applied = schema
-                    .and_then(|s| s.status.as_ref())
-                    .and_then(|s| s.applied_version.clone())
-                    .or(status.schema_version.clone());
-                let code_version = card_schema.as_ref().and_then(|s| s.code_version.clone());
+                let schema = schemas
+                    .iter()
+                    .find(|s| &s.spec.database == name && &s.spec.environment == environment)
+                    .and_then(|s| s.status.as_ref());
+                let code = in_code
+                    .get(&(environment.as_str(), name.as_str()))
+                    .map(Vec::as_slice)
+                    .unwrap_or_default();
+                // Code that is ahead of the database is what makes it not up to date, so its version is the
+                // one to show; otherwise whichever code knows its version.
+                let code_version = code
+                    .iter()
+                    .find(|s| s.behind)
+                    .or_else(|| code.iter().find(|s| s.code_version.is_some()))
+                    .and_then(|s| s.code_version.clone());
+                let owners: Vec<String> = status
+                    .bound_components
+                    .iter()
+                    .filter_map(|component| view.services.get(component))
+                    .map(|detail| detail.summary.owner.clone())
+                    .collect();
+                let with_errors = errors_visible(&owners);
                 DatabaseView {
-                    name: db.spec.name.clone(),
-                    environment: db.spec.environment.clone(),
+                    name: name.clone(),
+                    environment: environment.clone(),
                     size: format!("{:?}", db.spec.size).to_lowercase(),
                     engine: format!("{:?}", db.spec.engine).to_lowercase(),
                     available: status.available,
                     endpoint: status.endpoint.clone(),
-                    up_to_date: !card_schema.as_ref().is_some_and(|s| s.behind),
-                    applied_version: applied,
+                    up_to_date: !code.iter().any(|s| s.behind),
+                    applied_version: schema
+                        .and_then(|s| s.applied_version.clone())
+                        .or(status.schema_version.clone()),
                     code_version,
                     bound_components: status.bound_components.clone(),
                     checks: schema
-                        .and_then(|s| s.status.as_ref())
                         .map(|s| {
                             s.checks
                                 .iter()
@@ -470,6 +506,16 @@ impl FleetModel {
                 .cmp(&(b.environment.as_str(), b.name.as_str()))
         });
         views
+    }
+
+    /// The DatabaseSchema of database `name` in `environment`, from the watch cache.
+    pub fn database_schema(&self, environment: &str, name: &str) -> Option<Arc<DatabaseSchema>> {
+        self.inner
+            .stores
+            .schemas
+            .state()
+            .into_iter()
+            .find(|s| s.spec.database == name && s.spec.environment == environment)
     }
 
     /// Waits until the first picture of the fleet is computed, at most `limit`; false if it is not.
@@ -597,10 +643,41 @@ impl FleetModel {
                 })
                 .collect();
             let mut summary = summarize(component, &cards);
-            summary.catalog = self.inner.catalog.get(&component.spec.repository);
+            (summary.catalog, summary.catalog_state) =
+                match self.inner.catalog.lookup(&component.spec.repository) {
+                    catalog::Lookup::Found(info) => (Some(info), CatalogState::Found),
+                    catalog::Lookup::Missing => (None, CatalogState::Missing),
+                    catalog::Lookup::Unread => (None, CatalogState::Unread),
+                };
             computed.insert(name, ServiceDetail { summary, cards });
         }
-        let existing: BTreeSet<String> = components.iter().map(|c| c.name_any()).collect();
+        let mut existing: BTreeSet<String> = components.iter().map(|c| c.name_any()).collect();
+        // Services are the union of the platform and the catalog: a repository with a catalog-info.yaml that
+        // no Component names is a service not onboarded yet. A Component of the same name wins, and the
+        // entry goes as soon as a Component names its repository or its file goes away.
+        let onboarded: BTreeSet<String> = components
+            .iter()
+            .map(|c| c.spec.repository.to_lowercase())
+            .collect();
+        for (repository, info) in self.inner.catalog.entries() {
+            if onboarded.contains(&repository.to_lowercase()) {
+                continue;
+            }
+            let Some(name) = catalog::service_name(&repository, &info) else {
+                continue;
+            };
+            if !existing.insert(name.clone()) || !(all || wanted.contains(name.as_str())) {
+                continue;
+            }
+            let summary = catalog::not_onboarded(name.clone(), &repository, &info);
+            computed.insert(
+                name,
+                ServiceDetail {
+                    summary,
+                    cards: Vec::new(),
+                },
+            );
+        }
 
         let mut deltas = Vec::new();
         // Only this task writes the view, so working on a copy and swapping it in loses nothing.

@@ -4,6 +4,7 @@
 pub mod auth;
 pub mod config;
 pub mod config_view;
+pub mod databases;
 pub mod delivery;
 pub mod error;
 pub mod fleet;

@@ -6,6 +6,7 @@
 //! guard.
 
 pub mod config;
+pub mod databases;
 pub mod delivery;
 pub mod fleet;
 pub mod logs;
@@ -14,6 +15,7 @@ pub mod pipelines;
 pub mod session;
 pub mod slo;
 pub mod spa;
+pub mod webhooks;
 
 use std::time::Duration;
 
@@ -90,11 +92,13 @@ pub fn api(state: &AppState) -> ApiRoutes {
     let api = ApiRoutes::new(state.clone());
     let api = session::routes(api);
     let api = fleet::routes(api);
+    let api = databases::routes(api);
     let api = logs::routes(api);
     let api = metrics::routes(api);
     let api = slo::routes(api);
     let api = pipelines::routes(api);
     let api = config::routes(api);
+    let api = webhooks::routes(api);
     delivery::routes(api)
 }
 
@@ -170,14 +174,15 @@ async fn guard(
     with_guard_mark(response)
 }
 
-/// The `{name}` (a service), `{env}`, `{namespace}`, `{task}` and `{step}` placeholders must be DNS labels,
-/// and `{run}` a DNS name, as Kubernetes and Tekton name them.
+/// The `{name}` (a service), `{env}`, `{database}`, `{namespace}`, `{task}` and `{step}` placeholders must be
+/// DNS labels, and `{run}` a DNS name, as Kubernetes and Tekton name them.
 fn labels_in_path(params: &RawPathParams) -> Result<(), shared::delivery::FieldError> {
     use shared::delivery::{FieldError, validate_label};
     for (key, value) in params {
         match key {
             "name" => validate_label("name", value)?,
             "env" => validate_label("env", value)?,
+            "database" => validate_label("database", value)?,
             "namespace" => validate_label("namespace", value)?,
             "task" => validate_label("task", value)?,
             "step" => validate_label("step", value)?,
@@ -272,6 +277,12 @@ async fn api_not_found() -> Response {
 async fn csrf(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let method = request.method();
     if method == Method::GET || method == Method::HEAD || method == Method::OPTIONS {
+        return next.run(request).await;
+    }
+    // GitHub's webhook comes from GitHub, not a browser: its HMAC signature is its credential (checked by
+    // `webhooks`), and no cookie of Tower's means anything to it.
+    let webhook = api::GithubWebhook::ROUTE;
+    if method == Method::POST && request.uri().path() == webhook.path {
         return next.run(request).await;
     }
     let headers = request.headers();

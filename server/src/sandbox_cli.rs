@@ -82,6 +82,37 @@ pub async fn embedded(
     Ok((sandbox, config))
 }
 
+/// Points `sandbox`'s forge webhooks at a Tower listening on `listen`, signed with the secret `config` gives
+/// Tower (the demo secret [`tower_config`] writes), as a GitHub App's webhook URL and secret would be set.
+pub fn deliver_webhooks(sandbox: &sandbox::Sandbox, config: &TowerConfig, listen: SocketAddr) {
+    use secrecy::ExposeSecret as _;
+
+    let Some(secret) = config
+        .github
+        .as_ref()
+        .and_then(|github| github.webhook_secret.as_ref())
+    else {
+        return;
+    };
+    let host = if listen.ip().is_unspecified() {
+        std::net::IpAddr::from([127, 0, 0, 1])
+    } else {
+        listen.ip()
+    };
+    let url = format!(
+        "http://{}{}",
+        SocketAddr::new(host, listen.port()),
+        <shared::api::GithubWebhook as shared::api::Endpoint>::ROUTE.path
+    );
+    tracing::info!(%url, "the sandbox forge delivers its webhooks to Tower");
+    sandbox
+        .forge()
+        .deliver_webhooks_to(Some(sandbox::forge::WebhookTarget {
+            url,
+            secret: secret.expose_secret().to_string(),
+        }));
+}
+
 /// A Tower configuration pointing at every endpoint of `sandbox`, with Tower listening on `listen`.
 pub fn tower_config(sandbox: &sandbox::Sandbox, listen: SocketAddr) -> TowerConfig {
     use sandbox::{forge, world};
@@ -119,6 +150,9 @@ pub fn tower_config(sandbox: &sandbox::Sandbox, listen: SocketAddr) -> TowerConf
             app_private_key: app_private_key.into(),
             gitops_repository: world::GITOPS_REPOSITORY.into(),
             merged_poll_seconds: 5,
+            // The forge signs its deliveries with the demo secret once it is told where Tower listens
+            // ([`deliver_webhooks`]).
+            webhook_secret: Some(forge::DEMO_WEBHOOK_SECRET.into()),
         }),
         auth: AuthConfig {
             admins: world::ADMINS.iter().map(|a| (*a).to_string()).collect(),
@@ -206,6 +240,9 @@ async fn serve(args: SandboxArgs, shutdown: Shutdown) -> anyhow::Result<()> {
     };
     let sandbox = sandbox?;
     let config = tower_config(&sandbox, args.tower_listen);
+    // The Tower started from the written configuration listens there; deliveries fail (and are logged by
+    // the forge) until it does.
+    deliver_webhooks(&sandbox, &config, args.tower_listen);
     let yaml = serde_saphyr::to_string(&config).context("serializing the configuration")?;
     std::fs::write(&args.write_config, yaml)
         .with_context(|| format!("writing {}", args.write_config.display()))?;

@@ -14,8 +14,9 @@ use shared::auth::Policy;
 use crate::auth::AuthState;
 use crate::config::{ClusterConfig, TowerConfig};
 use crate::delivery::builds::Builds;
+use crate::delivery::tracking::{self, PullTracker};
 use crate::delivery::{Delivery, DeliveryConfig};
-use crate::fleet::catalog::Catalog;
+use crate::fleet::catalog::{self, Catalog, Refresh};
 use crate::fleet::code::CodeCache;
 use crate::fleet::{FleetModel, watch};
 use crate::pipelines::Pipelines;
@@ -72,17 +73,29 @@ async fn embedded_sandbox(_args: &ServeArgs) -> anyhow::Result<(Embedded, TowerC
     anyhow::bail!(NO_SANDBOX)
 }
 
+/// Points the embedded sandbox's webhooks at Tower once Tower listens at `listen`.
+#[cfg(feature = "sandbox")]
+fn deliver_webhooks(sandbox: &Option<Embedded>, config: &TowerConfig, listen: SocketAddr) {
+    if let Some(sandbox) = sandbox {
+        crate::sandbox_cli::deliver_webhooks(sandbox, config, listen);
+    }
+}
+
+/// A build without the sandbox has none to point.
+#[cfg(not(feature = "sandbox"))]
+fn deliver_webhooks(_sandbox: &Option<Embedded>, _config: &TowerConfig, _listen: SocketAddr) {}
+
 /// Runs the server until `shutdown` (SIGTERM or SIGINT); the embedded sandbox, its children and its folders go
 /// with it.
 pub async fn serve(args: ServeArgs, shutdown: Shutdown) -> anyhow::Result<()> {
     // Kept alive for as long as the server runs: dropping it would stop the embedded platform.
-    let mut _sandbox = None;
+    let mut sandbox = None;
     let mut config = if args.sandbox {
         let Some(started) = shutdown.unless_requested(embedded_sandbox(&args)).await else {
             return Ok(());
         };
-        let (sandbox, config) = started?;
-        _sandbox = Some(sandbox);
+        let (embedded, config) = started?;
+        sandbox = Some(embedded);
         config
     } else {
         let path = args
@@ -97,15 +110,21 @@ pub async fn serve(args: ServeArgs, shutdown: Shutdown) -> anyhow::Result<()> {
             config.public_url = format!("http://{listen}");
         }
     }
-    run(config, args.assets, args.sandbox, shutdown).await
+    let webhook_config = config.clone();
+    run(config, args.assets, args.sandbox, shutdown, |listen| {
+        deliver_webhooks(&sandbox, &webhook_config, listen)
+    })
+    .await
 }
 
-/// Serves `config` until `shutdown`, then gives requests in flight [`GRACE`] to finish.
+/// Serves `config` until `shutdown`, then gives requests in flight [`GRACE`] to finish. `listening` is told
+/// the address bound (with port 0, the only way to learn the port).
 pub async fn run(
     config: TowerConfig,
     assets: PathBuf,
     sandbox: bool,
     shutdown: Shutdown,
+    listening: impl FnOnce(SocketAddr),
 ) -> anyhow::Result<()> {
     let listen: SocketAddr = config.listen.parse().context("listen")?;
     let Some(state) = shutdown
@@ -124,6 +143,7 @@ pub async fn run(
     // The bound address, not the configured one: with port 0 this is how a caller learns the port.
     let listen = listener.local_addr().context("listener address")?;
     tracing::info!(%listen, public_url = %config.public_url, "Tower is listening");
+    listening(listen);
     let stop = shutdown.clone();
     let server = axum::serve(listener, router(state))
         .with_graceful_shutdown(async move { stop.requested().await })
@@ -202,11 +222,21 @@ pub async fn build_state(
         None => None,
     };
     let code = github_app.clone().map(CodeCache::new);
+    // With webhooks, GitHub says what changed and polls are only a slow backup.
+    let webhooks = config
+        .github
+        .as_ref()
+        .is_some_and(|github| github.webhook_secret.is_some());
     let catalog = Catalog::default();
     if let Some(github) = &github_app {
         catalog.spawn_refresh(
             github.clone(),
             config.organisation.clone(),
+            if webhooks {
+                Refresh::OnPush
+            } else {
+                Refresh::Every(catalog::RESCAN_EVERY)
+            },
             dirty_tx.clone(),
         );
     }
@@ -221,7 +251,7 @@ pub async fn build_state(
         config.labels.clone(),
         sources,
         code,
-        catalog,
+        catalog.clone(),
         Some(pipelines.clone()),
         dirty_tx,
         dirty_rx,
@@ -238,17 +268,29 @@ pub async fn build_state(
                 public_url: config.public_url.clone(),
                 component_label: config.labels.component.clone(),
                 scaffolds: config.scaffolds.clone(),
+                webhook_secret: github.webhook_secret.clone(),
             },
         )),
         _ => None,
     };
 
     if let (Some(delivery), Some(github)) = (&delivery, &config.github) {
+        let poll = if webhooks {
+            tracking::BACKUP_POLL
+        } else {
+            Duration::from_secs(github.merged_poll_seconds)
+        };
+        delivery.follow_catalog(catalog);
+        if webhooks {
+            delivery.releases().trust_head_for(tracking::BACKUP_POLL);
+        }
+        PullTracker::spawn(delivery, fleet.clone(), poll);
         crate::delivery::merges::spawn(
             delivery.github().clone(),
             delivery.repository(),
             fleet.clone(),
-            Duration::from_secs(github.merged_poll_seconds),
+            poll,
+            delivery.merges_wake(),
         );
     }
 

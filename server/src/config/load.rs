@@ -36,11 +36,12 @@ pub enum LoadError {
 }
 
 /// Environment variables that override keys of the file (secrets are better kept out of files).
-pub const ENV_OVERRIDES: [(&str, &str); 5] = [
+pub const ENV_OVERRIDES: [(&str, &str); 6] = [
     ("TOWER_LISTEN", "listen"),
     ("TOWER_PUBLIC_URL", "public_url"),
     ("TOWER_GITHUB_CLIENT_SECRET", "github.client_secret"),
     ("TOWER_GITHUB_APP_PRIVATE_KEY", "github.app_private_key"),
+    ("TOWER_GITHUB_WEBHOOK_SECRET", "github.webhook_secret"),
     ("TOWER_ARGOCD_TOKEN", "argocd[0].token"),
 ];
 
@@ -91,6 +92,9 @@ pub fn apply_overrides(config: &mut TowerConfig, env: impl Fn(&str) -> Option<St
         }
         if let Some(key) = env("TOWER_GITHUB_APP_PRIVATE_KEY") {
             github.app_private_key = SecretString::from(key);
+        }
+        if let Some(secret) = env("TOWER_GITHUB_WEBHOOK_SECRET") {
+            github.webhook_secret = Some(SecretString::from(secret));
         }
     }
     if let (Some(argocd), Some(token)) = (config.argocd.first_mut(), env("TOWER_ARGOCD_TOKEN")) {
@@ -182,10 +186,13 @@ github:
     -----BEGIN PRIVATE KEY-----
     private-key-in-file
     -----END PRIVATE KEY-----
+  webhook_secret: webhook-secret-in-file
 "
         );
-        let config = parse("tower.yaml", &text, |key| {
-            (key == "TOWER_ARGOCD_TOKEN").then(|| "argocd-token-from-env".into())
+        let config = parse("tower.yaml", &text, |key| match key {
+            "TOWER_ARGOCD_TOKEN" => Some("argocd-token-from-env".into()),
+            "TOWER_GITHUB_WEBHOOK_SECRET" => Some("webhook-secret-from-env".into()),
+            _ => None,
         })
         .expect("valid");
         // The secrets did load (the override won), so their absence below is the mask at work.
@@ -198,12 +205,20 @@ github:
             github.client_secret.expose_secret(),
             "client-secret-in-file"
         );
+        assert_eq!(
+            github
+                .webhook_secret
+                .as_ref()
+                .map(|s| s.expose_secret().to_string()),
+            Some("webhook-secret-from-env".into())
+        );
         let shown = format!("{config:?} {config:#?}");
         for secret in [
             "cluster-token-in-file",
             "argocd-token",
             "client-secret-in-file",
             "private-key-in-file",
+            "webhook-secret",
         ] {
             assert!(!shown.contains(secret), "Debug shows {secret}: {shown}");
         }

@@ -1,12 +1,15 @@
 //! Merged pull requests of the GitOps repository, for the Overview's activity feed.
 //!
-//! GitHub announces merges by webhook, which needs a route from GitHub into Tower; Tower works without one.
-//! Instead one background task reads the repository's most recently updated closed pull requests every few
-//! seconds (one forge read per period, however many people are looking) and records each merge it has not
-//! seen before.
+//! One background task reads the repository's most recently updated closed pull requests (one forge read,
+//! however many people are looking) and records each merge it has not seen before. Without webhooks it reads
+//! every few seconds; with them, a `pull_request` delivery saying one closed wakes it at once, and the
+//! periodic read is only a backup.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
+
+use tokio::sync::Notify;
 
 use shared::delivery::parse_branch;
 use shared::fleet::{ActivityItem, ActivityKind};
@@ -19,8 +22,15 @@ const READ_PER_POLL: u32 = 30;
 /// On start, merges this recent are recorded too, so the feed is not empty after a restart.
 const REMEMBERED_ON_START: jiff::SignedDuration = jiff::SignedDuration::from_hours(24);
 
-/// Polls `repository` every `every` and records its new merges in `fleet`'s activity feed.
-pub fn spawn(github: GithubApp, repository: String, fleet: FleetModel, every: Duration) {
+/// Polls `repository` every `every`, and whenever `wake` is notified, and records its new merges in
+/// `fleet`'s activity feed.
+pub fn spawn(
+    github: GithubApp,
+    repository: String,
+    fleet: FleetModel,
+    every: Duration,
+    wake: Arc<Notify>,
+) {
     tokio::spawn(async move {
         let mut merges = Merges::default();
         loop {
@@ -37,7 +47,11 @@ pub fn spawn(github: GithubApp, repository: String, fleet: FleetModel, every: Du
                     tracing::warn!(%error, "could not read merged pull requests; trying again later")
                 }
             }
-            tokio::time::sleep(every).await;
+            tokio::select! {
+                () = tokio::time::sleep(every) => {}
+                // Merges come in bursts of one delivery each; one read after a short wait sees them all.
+                () = wake.notified() => tokio::time::sleep(Duration::from_millis(200)).await,
+            }
         }
     });
 }

@@ -19,12 +19,12 @@
 use futures::StreamExt as _;
 use shared::delivery::{
     BASE_BRANCH, BRANCH_PREFIX, ChangePreview, CheckView, CiState, Intent, PullRequestView,
-    PullState, RenderedFile, TOWER_LABEL, diff_files, is_tower_branch, is_writable_path,
-    merge_blockers, parse_branch, roll_up_checks,
+    PullState, RenderedFile, ReviewState, ReviewView, TOWER_LABEL, diff_files, is_tower_branch,
+    is_writable_path, latest_reviews, merge_blockers, parse_branch, roll_up_checks,
 };
 
 use super::{Delivery, Error, Result, forge};
-use crate::upstream::github::Pull;
+use crate::upstream::github::{CheckRun, GithubApp, Pull, Review};
 
 /// A change ready to be proposed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,7 +53,7 @@ impl Change {
 }
 
 /// How many merged pull requests the PRs tab shows.
-const RECENTLY_MERGED: usize = 20;
+pub const RECENTLY_MERGED: usize = 20;
 
 /// Pushes `change` as one commit on main to its intent's branch and opens (or updates) its pull request.
 pub async fn submit(
@@ -186,34 +186,47 @@ pub async fn submit(
             }
         }
     }
-    delivery.forget_pulls().await;
     tracing::info!(target: "audit", user = requested_by, branch = %branch, number = pull.number, reused, "pull request proposed");
-    let mut view = view(&pull, Vec::new(), reused);
+    let mut view = view(&pull, Vec::new(), Vec::new(), reused);
     view.labels = have;
+    // The list shows it at once; its checks and reviews follow from the forge's events (or a re-read).
+    delivery.tracker().proposed(view.clone());
     Ok(view)
 }
 
-/// The view of `pull` with its `checks`.
-pub fn view(pull: &Pull, checks: Vec<CheckView>, reused: bool) -> PullRequestView {
-    let parsed = parse_branch(&pull.head.reference);
-    let state = match (pull.state.as_str(), &pull.merged_at) {
+/// The state of `pull` as the PRs page names it.
+pub fn state_of(pull: &Pull) -> PullState {
+    match (pull.state.as_str(), &pull.merged_at) {
         (_, Some(_)) => PullState::Merged,
         ("open", None) => PullState::Open,
         _ => PullState::Closed,
-    };
-    let checks_for_blockers = checks.clone();
+    }
+}
+
+/// The view of `pull` with its `checks` and `reviews` (each reviewer's latest).
+pub fn view(
+    pull: &Pull,
+    checks: Vec<CheckView>,
+    reviews: Vec<ReviewView>,
+    reused: bool,
+) -> PullRequestView {
+    let parsed = parse_branch(&pull.head.reference);
+    let state = state_of(pull);
     PullRequestView {
         number: pull.number,
         url: pull.html_url.clone(),
         branch: pull.head.reference.clone(),
         title: pull.title.clone(),
         state,
-        ci: if state == PullState::Open {
-            roll_up_checks(&checks)
-        } else {
+        // A merged pull request keeps the checks it merged with; a closed one was never read for them.
+        ci: if state == PullState::Closed {
             CiState::None
+        } else {
+            roll_up_checks(&checks)
         },
+        blockers: merge_blockers(state, pull.mergeable, &checks, &reviews),
         checks,
+        reviews,
         mergeable: pull.mergeable,
         reused,
         intent: parsed.as_ref().map(|(kind, _, _)| *kind),
@@ -227,64 +240,163 @@ pub fn view(pull: &Pull, checks: Vec<CheckView>, reused: bool) -> PullRequestVie
         created_at: pull.created_at.clone(),
         merged_at: pull.merged_at.clone(),
         labels: pull.labels.iter().map(|l| l.name.clone()).collect(),
-        blockers: merge_blockers(state, pull.mergeable, &checks_for_blockers, &[]),
-        reviews: Vec::new(),
     }
 }
 
-fn is_towers(pull: &Pull) -> bool {
-    pull.head.reference.starts_with(BRANCH_PREFIX)
-        || pull.labels.iter().any(|l| l.name == TOWER_LABEL)
+/// Whether Tower opened `pull`: its branch or its label says so.
+pub fn is_towers(pull: &Pull) -> bool {
+    is_tower_pull(
+        &pull.head.reference,
+        pull.labels.iter().map(|l| l.name.as_str()),
+    )
 }
 
-/// Tower's open pull requests with their checks and mergeability, then the most recently merged ones.
-pub async fn list_tower_pulls(delivery: &Delivery) -> Result<Vec<PullRequestView>> {
-    let github = delivery.github();
-    let repo = delivery.repository();
+/// Whether a pull request from `branch` carrying `labels` is one of Tower's.
+pub fn is_tower_pull<'a>(branch: &str, mut labels: impl Iterator<Item = &'a str>) -> bool {
+    branch.starts_with(BRANCH_PREFIX) || labels.any(|l| l == TOWER_LABEL)
+}
+
+/// Check runs as the PRs page shows them: the newest run of each name (a re-run replaces the run before).
+pub fn checks_view(runs: Vec<CheckRun>) -> Vec<CheckView> {
+    let mut newest: Vec<CheckRun> = Vec::new();
+    for run in runs {
+        match newest.iter_mut().find(|r| r.name == run.name) {
+            Some(kept) if kept.id < run.id => *kept = run,
+            Some(_) => {}
+            None => newest.push(run),
+        }
+    }
+    newest
+        .into_iter()
+        .map(|run| CheckView {
+            name: run.name,
+            status: run.status,
+            conclusion: run.conclusion,
+            url: run.html_url,
+        })
+        .collect()
+}
+
+/// Each reviewer's latest review that counts, from everything GitHub lists (pending drafts left out).
+pub fn reviews_view(reviews: Vec<Review>) -> Vec<ReviewView> {
+    latest_reviews(reviews.into_iter().filter_map(|review| {
+        Some(ReviewView {
+            reviewer: review.user?.login,
+            state: ReviewState::parse(&review.state)?,
+            at: review.submitted_at,
+        })
+    }))
+}
+
+/// The checks on a pull request's head and its reviews, as read together.
+#[derive(Debug, Clone, Default)]
+pub struct Reviewed {
+    /// The checks, newest run of each name.
+    pub checks: Vec<CheckView>,
+    /// Each reviewer's latest review.
+    pub reviews: Vec<ReviewView>,
+    /// Whether both reads succeeded (a failed one reads as empty, which must not be kept for good).
+    pub complete: bool,
+}
+
+/// The checks on `head` and the reviews of pull request `number`, read together.
+pub async fn checks_and_reviews(
+    github: &GithubApp,
+    repo: &str,
+    number: u64,
+    head: &str,
+) -> Reviewed {
+    let (runs, reviews) = tokio::join!(github.check_runs(repo, head), github.reviews(repo, number));
+    let complete = runs.is_ok() && reviews.is_ok();
+    let checks = runs
+        .map_err(|error| tracing::warn!(%error, number, "could not read check runs"))
+        .unwrap_or_default();
+    let reviews = reviews
+        .map_err(|error| tracing::warn!(%error, number, "could not read reviews"))
+        .unwrap_or_default();
+    Reviewed {
+        checks: checks_view(checks),
+        reviews: reviews_view(reviews),
+        complete,
+    }
+}
+
+/// One pull request as it is now, with its mergeability, checks and reviews (and whether those were read
+/// whole); `None` when it is not Tower's.
+pub async fn read_pull(
+    github: &GithubApp,
+    repo: &str,
+    number: u64,
+) -> Result<Option<(Pull, PullRequestView, bool)>> {
+    let pull = github
+        .pull(repo, number)
+        .await
+        .map_err(forge("reading a pull request"))?;
+    if !is_towers(&pull) {
+        return Ok(None);
+    }
+    let read = checks_and_reviews(github, repo, number, &pull.head.sha).await;
+    let view = view(&pull, read.checks, read.reviews, false);
+    Ok(Some((pull, view, read.complete)))
+}
+
+/// What one listing of the GitOps repository's pull requests found.
+pub struct Listing {
+    /// Tower's open pull requests, each read with its mergeability, checks and reviews, newest first.
+    pub open: Vec<(Pull, PullRequestView)>,
+    /// Tower's most recently merged pull requests as listed (checks and reviews not read), newest merge
+    /// first, with their head commits.
+    pub merged: Vec<(Pull, PullRequestView)>,
+    /// Tower's pull requests closed without merging.
+    pub closed: Vec<PullRequestView>,
+}
+
+/// Tower's open pull requests with their checks, reviews and mergeability, then the most recently merged
+/// ones (without theirs: they do not change once merged, so the caller reads them once).
+pub async fn list_tower_pulls(github: &GithubApp, repo: &str) -> Result<Listing> {
     let listed = github
-        .list_pulls(&repo, "all", None, 100, 1)
+        .list_pulls(repo, "all", None, 100, 1)
         .await
         .map_err(forge("listing pull requests"))?;
-    let (open, closed): (Vec<Pull>, Vec<Pull>) = listed
-        .into_iter()
-        .filter(is_towers)
-        .partition(|p| p.state == "open");
-    // Each open pull request costs two reads (mergeability, checks); a few at a time.
-    let mut views: Vec<PullRequestView> = futures::stream::iter(open)
-        .map(|listed| {
-            let repo = repo.clone();
-            async move {
-                let (detail, runs) = tokio::join!(
-                    github.pull(&repo, listed.number),
-                    github.check_runs(&repo, &listed.head.sha)
-                );
-                let pull = detail.unwrap_or(listed);
-                let checks = runs
-                    .map_err(|error| {
-                        tracing::warn!(%error, number = pull.number, "could not read check runs");
-                    })
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|run| CheckView {
-                        name: run.name,
-                        status: run.status,
-                        conclusion: run.conclusion,
-                        url: run.html_url,
-                    })
-                    .collect();
-                view(&pull, checks, false)
-            }
+    let towers: Vec<Pull> = listed.into_iter().filter(is_towers).collect();
+    let open: Vec<Pull> = towers
+        .iter()
+        .filter(|p| state_of(p) == PullState::Open)
+        .cloned()
+        .collect();
+    // Each open pull request costs three reads (mergeability, checks, reviews); a few at a time.
+    let open: Vec<(Pull, PullRequestView)> = futures::stream::iter(open)
+        .map(|listed| async move {
+            let number = listed.number;
+            let pull = match github.pull(repo, number).await {
+                Ok(pull) => pull,
+                Err(error) => {
+                    tracing::warn!(%error, number, "could not read a pull request; using the list's");
+                    listed
+                }
+            };
+            let read = checks_and_reviews(github, repo, number, &pull.head.sha).await;
+            let view = view(&pull, read.checks, read.reviews, false);
+            (pull, view)
         })
         .buffered(4)
         .collect()
         .await;
-    let mut merged: Vec<PullRequestView> = closed
+    let mut merged: Vec<(Pull, PullRequestView)> = towers
         .iter()
-        .filter(|p| p.merged_at.is_some())
-        .map(|p| view(p, Vec::new(), false))
+        .filter(|p| state_of(p) == PullState::Merged)
+        .map(|p| (p.clone(), view(p, Vec::new(), Vec::new(), false)))
         .collect();
-    merged.sort_by(|a, b| b.merged_at.cmp(&a.merged_at));
+    merged.sort_by(|a, b| b.1.merged_at.cmp(&a.1.merged_at));
     merged.truncate(RECENTLY_MERGED);
-    views.extend(merged);
-    Ok(views)
+    let closed = towers
+        .iter()
+        .filter(|p| state_of(p) == PullState::Closed)
+        .map(|p| view(p, Vec::new(), Vec::new(), false))
+        .collect();
+    Ok(Listing {
+        open,
+        merged,
+        closed,
+    })
 }

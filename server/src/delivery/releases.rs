@@ -3,24 +3,35 @@
 //! The forge is asked once per new commit, not once per page view: the list for a path is cached with the
 //! main commit it was read at and extended from the top when main moves (reading pages only until a known
 //! commit turns up); each record's version is read once per commit (commits never change); main itself is
-//! looked up at most every few seconds. The cursor is the last record's sha, so a page stays the same page
-//! when newer records arrive.
+//! looked up at most every few seconds (with webhooks, until a `push` to main says it moved, and every few
+//! minutes as a backup). The cursor is the last record's sha, so a page stays the same page when newer
+//! records arrive.
+//!
+//! Each record names the service whose Release it changed and who approved the pull request that brought
+//! it: a merged pull request's reviews are read once and kept. With no service chosen, the records of every
+//! service come from the commits touching the environment's folder, each commit's files read once to find
+//! the Release it changed.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
 use shared::crd::Release;
 use shared::delivery::{
-    BASE_BRANCH, FileChange, RELEASES_PAGE, ReleaseDetail, ReleasePage, ReleaseRecord, release_path,
+    BASE_BRANCH, FileChange, RELEASES_PAGE, ReleaseDetail, ReleasePage, ReleaseRecord, ReviewState,
+    ReviewView, release_path,
 };
 use tokio::sync::Mutex;
 
 use super::{Error, Result, forge};
 use crate::upstream::github::{CommitSummary, GithubApp};
 
-/// How long main's commit is trusted before asking again.
-const HEAD_FRESH_FOR: Duration = Duration::from_secs(3);
+/// How long main's commit is trusted before asking again, without webhooks.
+pub const HEAD_FRESH_FOR: Duration = Duration::from_secs(3);
+/// With no service chosen, at most this many commits of the environment's folder are looked through for
+/// one page (most commits there change a Release; others are skipped).
+const SCANNED_PER_PAGE: usize = 5 * RELEASES_PAGE;
 /// Commits per forge page.
 const PER_PAGE: u32 = 100;
 /// At most this many forge pages are read for one path.
@@ -31,6 +42,9 @@ struct PathHistory {
     head: String,
     commits: Vec<CommitSummary>,
 }
+
+/// A Release file's path and a commit.
+type VersionKey = (String, String);
 
 /// Merged pull requests by head commit: (number, page).
 type PullsByHead = HashMap<String, (u64, String)>;
@@ -44,6 +58,10 @@ struct Caches {
     /// Merged pull requests by head commit, read at a main commit.
     pulls: Option<(String, PullsByHead)>,
     details: HashMap<String, ReleaseDetail>,
+    /// Approvals of merged pull requests, by number: read once, a merged pull request's reviews stay.
+    approvals: HashMap<u64, Vec<ReviewView>>,
+    /// The paths each commit changed, by sha (commits never change).
+    files: HashMap<String, Vec<String>>,
 }
 
 /// Forge calls made, for tests and logs: how hard page views hit the forge.
@@ -57,6 +75,10 @@ pub struct ForgeCalls {
     pub pull_pages: u64,
     /// Main's commit looked up.
     pub heads: u64,
+    /// Pull requests' reviews read (for approvals).
+    pub reviews: u64,
+    /// Commits read for the files they changed (records of every service).
+    pub commits: u64,
 }
 
 /// The release-record cache.
@@ -65,6 +87,11 @@ pub struct ReleaseHistory {
     repository: String,
     caches: Mutex<Caches>,
     calls: std::sync::Mutex<ForgeCalls>,
+    /// How long main's commit is trusted, in milliseconds ([`HEAD_FRESH_FOR`] unless webhooks say when it
+    /// moves).
+    head_fresh_ms: AtomicU64,
+    /// Set by [`ReleaseHistory::main_moved`]: the cached head is stale whatever its age.
+    head_moved: AtomicBool,
 }
 
 impl ReleaseHistory {
@@ -75,7 +102,22 @@ impl ReleaseHistory {
             repository,
             caches: Mutex::new(Caches::default()),
             calls: std::sync::Mutex::new(ForgeCalls::default()),
+            head_fresh_ms: AtomicU64::new(HEAD_FRESH_FOR.as_millis() as u64),
+            head_moved: AtomicBool::new(false),
         }
+    }
+
+    /// Trusts main's commit for `fresh_for`: with webhooks a `push` says when main moves
+    /// ([`ReleaseHistory::main_moved`]), and the lookup is only a backup.
+    pub fn trust_head_for(&self, fresh_for: Duration) {
+        self.head_fresh_ms
+            .store(fresh_for.as_millis() as u64, Ordering::Relaxed);
+    }
+
+    /// Main moved (a `push` webhook): the next page looks it up again and reads what is new. A flag rather
+    /// than the caches' lock, which a page being read may hold for as long as the forge takes.
+    pub fn main_moved(&self) {
+        self.head_moved.store(true, Ordering::Release);
     }
 
     /// The forge calls made so far.
@@ -94,8 +136,11 @@ impl ReleaseHistory {
     }
 
     async fn head(&self, caches: &mut Caches) -> Result<String> {
+        let fresh_for = Duration::from_millis(self.head_fresh_ms.load(Ordering::Relaxed));
+        let moved = self.head_moved.swap(false, Ordering::AcqRel);
         if let Some((at, head)) = &caches.head
-            && at.elapsed() < HEAD_FRESH_FOR
+            && !moved
+            && at.elapsed() < fresh_for
         {
             return Ok(head.clone());
         }
@@ -174,22 +219,18 @@ impl ReleaseHistory {
         Ok(by_head)
     }
 
-    /// The version the Release at `path` names at `sha`, read once per commit.
-    async fn versions(&self, caches: &mut Caches, path: &str, shas: &[String]) {
-        let missing: Vec<String> = shas
+    /// The version the Release at each (path, commit) names, read once per commit.
+    async fn versions(&self, caches: &mut Caches, wanted: &[(String, String)]) {
+        let missing: Vec<(String, String)> = wanted
             .iter()
-            .filter(|sha| {
-                !caches
-                    .versions
-                    .contains_key(&(path.to_string(), (*sha).clone()))
-            })
+            .filter(|key| !caches.versions.contains_key(*key))
             .cloned()
             .collect();
         // Outer `None`: the read failed and is not cached, so a later view tries again.
-        let read: Vec<(String, Option<Option<String>>)> = futures::stream::iter(missing)
-            .map(|sha| async move {
+        let read: Vec<(VersionKey, Option<Option<String>>)> = futures::stream::iter(missing)
+            .map(|(path, sha)| async move {
                 self.count(|c| c.files += 1);
-                let result = match self.github.file(&self.repository, path, &sha).await {
+                let result = match self.github.file(&self.repository, &path, &sha).await {
                     Ok(Some(text)) => Some(
                         serde_saphyr::from_str::<Release>(&text)
                             .ok()
@@ -201,34 +242,107 @@ impl ReleaseHistory {
                         None
                     }
                 };
-                (sha, result)
+                ((path, sha), result)
             })
             .buffered(8)
             .collect()
             .await;
-        for (sha, result) in read {
+        for (key, result) in read {
             if let Some(version) = result {
-                caches.versions.insert((path.to_string(), sha), version);
+                caches.versions.insert(key, version);
             }
         }
     }
 
-    /// Page of records for `service` in `environment`, after `cursor` (a record's sha) when given.
+    /// The approvals of each pull request in `numbers`, read once per pull request.
+    async fn approvals(&self, caches: &mut Caches, numbers: &[u64]) {
+        let mut missing: Vec<u64> = numbers
+            .iter()
+            .filter(|n| !caches.approvals.contains_key(*n))
+            .copied()
+            .collect();
+        missing.sort_unstable();
+        missing.dedup();
+        let read: Vec<(u64, Option<Vec<ReviewView>>)> = futures::stream::iter(missing)
+            .map(|number| async move {
+                self.count(|c| c.reviews += 1);
+                match self.github.reviews(&self.repository, number).await {
+                    Ok(reviews) => {
+                        let approvals = super::pull::reviews_view(reviews)
+                            .into_iter()
+                            .filter(|r| r.state == ReviewState::Approved)
+                            .collect();
+                        (number, Some(approvals))
+                    }
+                    Err(error) => {
+                        // Not cached: a later view asks again.
+                        tracing::warn!(%error, number, "could not read a pull request's reviews");
+                        (number, None)
+                    }
+                }
+            })
+            .buffered(4)
+            .collect()
+            .await;
+        for (number, approvals) in read {
+            if let Some(approvals) = approvals {
+                caches.approvals.insert(number, approvals);
+            }
+        }
+    }
+
+    /// The paths each commit in `shas` changed, read once per commit; a commit that could not be read is
+    /// left out (and asked again next time).
+    async fn files_of(&self, caches: &mut Caches, shas: &[String]) {
+        let missing: Vec<String> = shas
+            .iter()
+            .filter(|sha| !caches.files.contains_key(*sha))
+            .cloned()
+            .collect();
+        let read: Vec<(String, Option<Vec<String>>)> = futures::stream::iter(missing)
+            .map(|sha| async move {
+                self.count(|c| c.commits += 1);
+                match self.github.commit(&self.repository, &sha).await {
+                    Ok(commit) => {
+                        let files = commit.files.into_iter().map(|f| f.filename).collect();
+                        (sha, Some(files))
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, %sha, "could not read a commit's files");
+                        (sha, None)
+                    }
+                }
+            })
+            .buffered(8)
+            .collect()
+            .await;
+        for (sha, files) in read {
+            if let Some(files) = files {
+                caches.files.insert(sha, files);
+            }
+        }
+    }
+
+    /// Page of records for `service` (every service when `None`) in `environment`, after `cursor` (a
+    /// record's sha) when given.
     pub async fn page(
         &self,
-        service: &str,
+        service: Option<&str>,
         environment: &str,
         cursor: Option<&str>,
     ) -> Result<ReleasePage> {
-        let path = release_path(service, environment);
+        let path = match service {
+            Some(service) => release_path(service, environment),
+            None => format!("platform/environments/{environment}"),
+        };
         let mut caches = self.caches.lock().await;
         let head = self.head(&mut caches).await?;
         self.refresh(&mut caches, &path, &head).await?;
         let pulls = self.pulls(&mut caches, &head).await?;
-        let commits = caches
+        let commits: Vec<CommitSummary> = caches
             .paths
             .get(&path)
-            .map(|h| h.commits.as_slice())
+            .map(|h| h.commits.clone())
             .unwrap_or_default();
         let start = match cursor {
             None => 0,
@@ -245,28 +359,81 @@ impl ReleaseHistory {
                     + 1
             }
         };
-        let slice: Vec<CommitSummary> = commits
+        // Each record: its commit, the Release file it changed and that file's service.
+        let mut chosen: Vec<(CommitSummary, String, String)> = Vec::new();
+        let mut scanned = start;
+        match service {
+            Some(service) => {
+                for commit in commits.iter().skip(start).take(RELEASES_PAGE) {
+                    chosen.push((commit.clone(), path.clone(), service.to_string()));
+                    scanned += 1;
+                }
+            }
+            None => {
+                // Commits of the folder that changed no Release (a Database, a schema) are skipped; their
+                // files are read a page's worth at a time, and at most SCANNED_PER_PAGE per request.
+                while chosen.len() < RELEASES_PAGE
+                    && scanned < commits.len()
+                    && scanned - start < SCANNED_PER_PAGE
+                {
+                    let batch: Vec<CommitSummary> = commits
+                        .iter()
+                        .skip(scanned)
+                        .take(RELEASES_PAGE - chosen.len())
+                        .cloned()
+                        .collect();
+                    let shas: Vec<String> = batch.iter().map(|c| c.sha.clone()).collect();
+                    self.files_of(&mut caches, &shas).await;
+                    for commit in batch {
+                        scanned += 1;
+                        let Some(files) = caches.files.get(&commit.sha) else {
+                            continue;
+                        };
+                        let release = files
+                            .iter()
+                            .filter_map(|f| {
+                                let (env, service) = release_of(f)?;
+                                (env == environment).then(|| (f.clone(), service))
+                            })
+                            .min();
+                        if let Some((file, service)) = release {
+                            chosen.push((commit, file, service));
+                        }
+                    }
+                }
+            }
+        }
+        let more = commits.len() > scanned;
+        let keys: Vec<(String, String)> = chosen
             .iter()
-            .skip(start)
-            .take(RELEASES_PAGE)
-            .cloned()
+            .map(|(commit, file, _)| (file.clone(), commit.sha.clone()))
             .collect();
-        let more = commits.len() > start + slice.len();
-        let shas: Vec<String> = slice.iter().map(|c| c.sha.clone()).collect();
-        self.versions(&mut caches, &path, &shas).await;
-        let records: Vec<ReleaseRecord> = slice
+        self.versions(&mut caches, &keys).await;
+        let numbers: Vec<u64> = chosen
             .iter()
-            .map(|commit| {
+            .filter_map(|(commit, _, _)| pr_number(commit, pulls.get(&commit.sha).map(|p| p.0)))
+            .collect();
+        self.approvals(&mut caches, &numbers).await;
+        let records: Vec<ReleaseRecord> = chosen
+            .iter()
+            .map(|(commit, file, service)| {
                 let version = caches
                     .versions
-                    .get(&(path.clone(), commit.sha.clone()))
+                    .get(&(file.clone(), commit.sha.clone()))
                     .cloned()
                     .flatten();
-                record(commit, version, pulls.get(&commit.sha).map(|p| p.0))
+                let number = pr_number(commit, pulls.get(&commit.sha).map(|p| p.0));
+                let mut record = record(commit, version, number);
+                record.service = Some(service.clone());
+                record.approvals = number
+                    .and_then(|n| caches.approvals.get(&n).cloned())
+                    .unwrap_or_default();
+                record
             })
             .collect();
+        // The cursor is where this page stopped looking, a record or a skipped commit after it.
         let next_cursor = more
-            .then(|| records.last().map(|r| r.sha.clone()))
+            .then(|| commits.get(scanned.checked_sub(1)?).map(|c| c.sha.clone()))
             .flatten();
         Ok(ReleasePage {
             records,
@@ -290,18 +457,12 @@ impl ReleaseHistory {
         let head = self.head(&mut caches).await?;
         let pulls = self.pulls(&mut caches, &head).await?;
         let release = commit.files.iter().find_map(|f| {
-            let rest = f.filename.strip_prefix("platform/environments/")?;
-            let (environment, file) = rest.split_once('/')?;
-            let service = file.strip_suffix("-release.yaml")?;
-            Some((
-                f.filename.clone(),
-                service.to_string(),
-                environment.to_string(),
-            ))
+            let (environment, service) = release_of(&f.filename)?;
+            Some((f.filename.clone(), service, environment))
         });
         let version = match &release {
             Some((path, _, _)) => {
-                self.versions(&mut caches, path, std::slice::from_ref(&commit.summary.sha))
+                self.versions(&mut caches, &[(path.clone(), commit.summary.sha.clone())])
                     .await;
                 caches
                     .versions
@@ -337,8 +498,17 @@ impl ReleaseHistory {
                 )
             })
             .collect();
+        let number = pr_number(&commit.summary, pull.as_ref().map(|p| p.0));
+        if let Some(number) = number {
+            self.approvals(&mut caches, &[number]).await;
+        }
+        let mut summary = record(&commit.summary, version, number);
+        summary.service = release.as_ref().map(|r| r.1.clone());
+        summary.approvals = number
+            .and_then(|n| caches.approvals.get(&n).cloned())
+            .unwrap_or_default();
         let detail = ReleaseDetail {
-            record: record(&commit.summary, version, pull.as_ref().map(|p| p.0)),
+            record: summary,
             service: release.as_ref().map(|r| r.1.clone()),
             environment: release.map(|r| r.2),
             files,
@@ -357,7 +527,9 @@ impl ReleaseHistory {
         let mut cursor: Option<String> = None;
         // Two pages are plenty to find the version before the current one.
         for _ in 0..2 {
-            let page = self.page(service, environment, cursor.as_deref()).await?;
+            let page = self
+                .page(Some(service), environment, cursor.as_deref())
+                .await?;
             for record in &page.records {
                 if let Some(version) = &record.version
                     && versions.last() != Some(version)
@@ -374,13 +546,19 @@ impl ReleaseHistory {
     }
 }
 
-fn record(
-    commit: &CommitSummary,
-    version: Option<String>,
-    pr_number: Option<u64>,
-) -> ReleaseRecord {
-    let pr_number = pr_number.or_else(|| {
-        // A merge commit names its pull request: "Merge pull request #12 from …".
+/// The environment and service of a Release file's path (`platform/environments/<env>/<svc>-release.yaml`).
+fn release_of(path: &str) -> Option<(String, String)> {
+    let rest = path.strip_prefix("platform/environments/")?;
+    let (environment, file) = rest.split_once('/')?;
+    let service = file.strip_suffix("-release.yaml")?;
+    shared::delivery::validate_label("service", service).ok()?;
+    Some((environment.to_string(), service.to_string()))
+}
+
+/// The pull request that brought `commit`: the merged pull request with that head, else the one a merge
+/// commit's message names ("Merge pull request #12 from …").
+fn pr_number(commit: &CommitSummary, by_head: Option<u64>) -> Option<u64> {
+    by_head.or_else(|| {
         commit
             .commit
             .message
@@ -389,7 +567,14 @@ fn record(
             .next()?
             .parse()
             .ok()
-    });
+    })
+}
+
+fn record(
+    commit: &CommitSummary,
+    version: Option<String>,
+    pr_number: Option<u64>,
+) -> ReleaseRecord {
     let view = commit.view();
     ReleaseRecord {
         sha: commit.sha.clone(),

@@ -948,4 +948,165 @@ mod tests {
         card.running_version = Some("bbbbbbb".into());
         assert!(!cell(&card).drift);
     }
+
+    fn secret(stale: bool, ready: bool) -> SecretView {
+        SecretView {
+            name: "payments-app".into(),
+            ready,
+            refreshed_at: Some("2026-11-30T04:00:00Z".into()),
+            refresh_interval: Some("1h0m0s".into()),
+            stale,
+            message: None,
+        }
+    }
+
+    fn claim(ready: bool, synced: bool, composed: Vec<ComposedResourceView>) -> CloudResourceView {
+        CloudResourceView {
+            kind: "PostgreSQLInstance".into(),
+            name: "payments".into(),
+            ready,
+            synced,
+            message: None,
+            composed,
+        }
+    }
+
+    fn composed(ready: bool, synced: bool) -> ComposedResourceView {
+        ComposedResourceView {
+            kind: "Instance".into(),
+            name: "payments-x7k2p".into(),
+            ready,
+            synced,
+            message: None,
+        }
+    }
+
+    fn schema_state(behind: bool, failed_check: Option<&str>) -> SchemaView {
+        SchemaView {
+            database: "payments".into(),
+            applied_version: Some("0003".into()),
+            code_version: Some(if behind { "0004" } else { "0003" }.into()),
+            missing_migrations: if behind {
+                vec!["0004_add_refund_reference.sql".into()]
+            } else {
+                vec![]
+            },
+            behind,
+            failed_check: failed_check.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn a_card_with_fresh_secrets_ready_claims_and_a_current_schema_has_no_problems() {
+        let mut card = DeploymentCard::empty("payments", "prod");
+        assert_eq!(problems(&card), []);
+        card.secrets = vec![secret(false, true)];
+        card.cloud_resources = vec![claim(true, true, vec![composed(true, true)])];
+        card.schema = Some(schema_state(false, None));
+        assert_eq!(problems(&card), []);
+        assert_eq!(cell(&card).problems, []);
+    }
+
+    #[test]
+    fn a_secret_that_is_stale_or_not_ready_is_a_stale_secret() {
+        let mut card = DeploymentCard::empty("checkout", "prod");
+        card.secrets = vec![secret(false, true), secret(true, true)];
+        assert_eq!(problems(&card), [CellProblem::StaleSecret]);
+        // A secret that never synced has no refresh to be late for, and is as useless as a stale one.
+        card.secrets = vec![secret(false, false)];
+        assert_eq!(problems(&card), [CellProblem::StaleSecret]);
+    }
+
+    #[test]
+    fn a_claim_or_a_resource_composed_for_it_that_is_not_ready_or_not_synced_is_a_composition_error()
+     {
+        let mut card = DeploymentCard::empty("catalog", "dev");
+        for (claim_ready, claim_synced) in [(false, true), (true, false)] {
+            card.cloud_resources = vec![claim(claim_ready, claim_synced, vec![])];
+            assert_eq!(problems(&card), [CellProblem::CompositionError]);
+        }
+        // The claim says it is fine, but the cloud provider's error is on what it composed.
+        for (ready, synced) in [(false, true), (true, false)] {
+            card.cloud_resources = vec![claim(
+                true,
+                true,
+                vec![composed(true, true), composed(ready, synced)],
+            )];
+            assert_eq!(problems(&card), [CellProblem::CompositionError]);
+        }
+    }
+
+    #[test]
+    fn a_schema_behind_the_code_and_a_failed_check_are_problems_of_their_own() {
+        let mut card = DeploymentCard::empty("payments", "prod");
+        card.schema = Some(schema_state(true, None));
+        assert_eq!(problems(&card), [CellProblem::SchemaBehind]);
+        card.schema = Some(schema_state(
+            false,
+            Some("migrate 0004_add_refund_reference"),
+        ));
+        assert_eq!(problems(&card), [CellProblem::SchemaCheckFailed]);
+        card.schema = Some(schema_state(
+            true,
+            Some("migrate 0004_add_refund_reference"),
+        ));
+        assert_eq!(
+            problems(&card),
+            [CellProblem::SchemaBehind, CellProblem::SchemaCheckFailed]
+        );
+    }
+
+    #[test]
+    fn every_problem_at_once_comes_in_the_order_chips_show_them() {
+        let mut card = DeploymentCard::empty("payments", "prod");
+        // Listed in reverse order of `CellProblem::ALL` on the card.
+        card.schema = Some(schema_state(
+            true,
+            Some("migrate 0004_add_refund_reference"),
+        ));
+        card.cloud_resources = vec![claim(false, false, vec![])];
+        card.secrets = vec![secret(true, false)];
+        assert_eq!(problems(&card), CellProblem::ALL);
+        assert_eq!(cell(&card).problems, CellProblem::ALL);
+    }
+
+    #[test]
+    fn a_failed_check_of_the_database_schema_reaches_the_cell() {
+        let mut failing = schema("0003");
+        failing.status = Some(shared::crd::DatabaseSchemaStatus {
+            applied_version: Some("0003".into()),
+            checks: vec![
+                shared::crd::SchemaCheck {
+                    name: "migrate 0003_index_merchant".into(),
+                    state: shared::crd::CheckState::Succeeded,
+                    error: None,
+                },
+                shared::crd::SchemaCheck {
+                    name: "migrate 0004_add_refund_reference".into(),
+                    state: shared::crd::CheckState::Failed,
+                    error: Some("ERROR: column \"refund_id\" already exists".into()),
+                },
+            ],
+        });
+        let failed = card(CardInputs {
+            service: "payments",
+            environment: "prod",
+            schema: Some(&failing),
+            ..Default::default()
+        });
+        assert_eq!(cell(&failed).problems, [CellProblem::SchemaCheckFailed]);
+        // Pending and running checks are not failures.
+        let mut applying = failing.clone();
+        if let Some(status) = applying.status.as_mut() {
+            status.checks[1].state = shared::crd::CheckState::Running;
+            status.checks[1].error = None;
+        }
+        let running = card(CardInputs {
+            service: "payments",
+            environment: "prod",
+            schema: Some(&applying),
+            ..Default::default()
+        });
+        assert_eq!(cell(&running).problems, []);
+    }
 }

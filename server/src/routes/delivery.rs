@@ -309,13 +309,16 @@ async fn list_pulls(State(state): State<AppState>) -> Result<Json<Vec<PullReques
     Ok(Json(delivery(&state)?.pulls().await?))
 }
 
-/// Release records of one service in one environment (prod unless named), 20 per page, newest first.
+/// Release records of one service (every service when none is named) in one environment (prod unless
+/// named), 20 per page, newest first.
 async fn list_releases(
     State(state): State<AppState>,
     Query(query): Query<ReleaseQuery>,
 ) -> Result<Json<ReleasePage>> {
-    let service = query.service.unwrap_or_default();
-    validate_label("service", &service)?;
+    let service = query.service.filter(|s| !s.is_empty());
+    if let Some(service) = &service {
+        validate_label("service", service)?;
+    }
     let environment = query.environment.unwrap_or_else(|| PROD.to_string());
     let environments = state.fleet.environments();
     validate_environment("environment", &environment, &environments)?;
@@ -326,7 +329,7 @@ async fn list_releases(
     Ok(Json(
         delivery
             .releases()
-            .page(&service, &environment, query.cursor.as_deref())
+            .page(service.as_deref(), &environment, query.cursor.as_deref())
             .await?,
     ))
 }

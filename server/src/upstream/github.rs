@@ -6,8 +6,14 @@
 //! for clock drift, `exp` 9 minutes on, under GitHub's 10-minute cap) buys an installation token, which is
 //! cached and replaced [`REFRESH_BEFORE`] its expiry so no request ever starts with a token about to lapse.
 //! Nothing here uses a person's token.
+//!
+//! Every request is counted ([`GithubApp::requests`]): how hard Tower leans on the forge is a number tests
+//! and benchmarks read, not a guess. Re-reads that can be conditional are ([`GithubApp::get_conditional`]):
+//! GitHub answers `304 Not Modified` to an `If-None-Match` naming the current `ETag`, and such answers do
+//! not count against the App's rate limit.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
@@ -91,6 +97,46 @@ struct Inner {
     installation_id: u64,
     /// One mint at a time: concurrent requests on an expired token wait for the same new one.
     token: Mutex<Option<Cached>>,
+    /// Requests sent, token mints included.
+    sent: AtomicU64,
+    /// Conditional requests GitHub answered `304 Not Modified`.
+    not_modified: AtomicU64,
+}
+
+/// How many requests an App client has sent, for tests, benchmarks and logs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ForgeRequests {
+    /// Every request sent, token mints included.
+    pub sent: u64,
+    /// Of those, conditional reads answered `304 Not Modified` (free of GitHub's rate limit).
+    pub not_modified: u64,
+}
+
+impl std::ops::Sub for ForgeRequests {
+    type Output = ForgeRequests;
+
+    fn sub(self, earlier: ForgeRequests) -> ForgeRequests {
+        ForgeRequests {
+            sent: self.sent.saturating_sub(earlier.sent),
+            not_modified: self.not_modified.saturating_sub(earlier.not_modified),
+        }
+    }
+}
+
+/// The answer to a conditional read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Conditional<T> {
+    /// Unchanged since the `ETag` sent: reuse what was read then.
+    NotModified,
+    /// The resource as it is now.
+    Fresh {
+        /// Its body.
+        value: T,
+        /// Its validator, to send next time.
+        etag: Option<String>,
+        /// The next page (`Link: rel="next"`), relative to the API base, when there is one.
+        next: Option<String>,
+    },
 }
 
 /// The App's installation client; cheap to clone (clones share the token cache).
@@ -150,8 +196,27 @@ impl GithubApp {
                 key,
                 installation_id,
                 token: Mutex::new(None),
+                sent: AtomicU64::new(0),
+                not_modified: AtomicU64::new(0),
             }),
         })
+    }
+
+    /// The requests sent so far by this client and its clones.
+    pub fn requests(&self) -> ForgeRequests {
+        ForgeRequests {
+            sent: self.inner.sent.load(Ordering::Relaxed),
+            not_modified: self.inner.not_modified.load(Ordering::Relaxed),
+        }
+    }
+
+    fn count_sent(&self) {
+        self.inner.sent.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The API base this client talks to, e.g. `https://api.github.com/`.
+    pub fn api_url(&self) -> &str {
+        &self.inner.api_url
     }
 
     /// A fresh App JWT.
@@ -177,6 +242,7 @@ impl GithubApp {
             return Ok(current.client.clone());
         }
         let app = client_with(&self.inner.api_url, self.app_jwt()?)?;
+        self.count_sent();
         let minted: AccessToken = app
             .post(
                 api_path([
@@ -202,7 +268,89 @@ impl GithubApp {
     }
 
     async fn get<T: serde::de::DeserializeOwned>(&self, route: String) -> Result<T> {
-        Ok(self.client().await?.get(route, None::<&()>).await?)
+        let client = self.client().await?;
+        self.count_sent();
+        Ok(client.get(route, None::<&()>).await?)
+    }
+
+    async fn post<T: serde::de::DeserializeOwned>(&self, route: String, body: &Value) -> Result<T> {
+        let client = self.client().await?;
+        self.count_sent();
+        Ok(client.post(route, Some(body)).await?)
+    }
+
+    async fn patch<T: serde::de::DeserializeOwned>(
+        &self,
+        route: String,
+        body: &Value,
+    ) -> Result<T> {
+        let client = self.client().await?;
+        self.count_sent();
+        Ok(client.patch(route, Some(body)).await?)
+    }
+
+    /// `GET route` (relative to the API base) with `If-None-Match: etag` when one is given: `NotModified`
+    /// when GitHub says nothing changed, else the JSON body with its `ETag` and next page.
+    pub async fn get_conditional(
+        &self,
+        route: &str,
+        etag: Option<&str>,
+    ) -> Result<Conditional<Value>> {
+        let client = self.client().await?;
+        let mut headers = http::HeaderMap::new();
+        if let Some(value) = etag.and_then(|e| http::HeaderValue::from_str(e).ok()) {
+            headers.insert(http::header::IF_NONE_MATCH, value);
+        }
+        self.count_sent();
+        let response = client
+            ._get_with_headers(route.to_string(), Some(headers))
+            .await?;
+        if response.status() == http::StatusCode::NOT_MODIFIED {
+            self.inner.not_modified.fetch_add(1, Ordering::Relaxed);
+            return Ok(Conditional::NotModified);
+        }
+        let response = octocrab::map_github_error(response).await?;
+        let etag = response
+            .headers()
+            .get(http::header::ETAG)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let next = response
+            .headers()
+            .get(http::header::LINK)
+            .and_then(|v| v.to_str().ok())
+            .and_then(next_link)
+            .and_then(|target| relative_to_api(target, &self.inner.api_url));
+        let text = client.body_to_string(response).await?;
+        let value = serde_json::from_str(&text).map_err(|_| GithubError::Shape("a JSON answer"))?;
+        Ok(Conditional::Fresh { value, etag, next })
+    }
+
+    /// Every item of the list at `route`, following `Link: rel="next"` for at most `max_pages` pages.
+    async fn get_pages<T: serde::de::DeserializeOwned>(
+        &self,
+        route: String,
+        max_pages: usize,
+    ) -> Result<Vec<T>> {
+        let mut items = Vec::new();
+        let mut next = Some(route);
+        for _ in 0..max_pages {
+            let Some(route) = next.take() else { break };
+            let Conditional::Fresh {
+                value, next: after, ..
+            } = self.get_conditional(&route, None).await?
+            else {
+                // Nothing was sent to be unchanged from.
+                return Err(GithubError::Shape(
+                    "a list answered 304 without a validator",
+                ));
+            };
+            let page: Vec<T> =
+                serde_json::from_value(value).map_err(|_| GithubError::Shape("a list page"))?;
+            items.extend(page);
+            next = after;
+        }
+        Ok(items)
     }
 
     /// Commits in `repository` (`owner/name`) after `base` up to `head`, newest first.
@@ -322,11 +470,9 @@ impl GithubApp {
             })
             .collect();
         let created: Sha = self
-            .client()
-            .await?
             .post(
                 repo_path(repository, &[Segment("git"), Segment("trees")]),
-                Some(&json!({"base_tree": base_tree, "tree": tree})),
+                &json!({"base_tree": base_tree, "tree": tree}),
             )
             .await?;
         Ok(created.sha)
@@ -341,11 +487,9 @@ impl GithubApp {
         parent: &str,
     ) -> Result<String> {
         let created: Sha = self
-            .client()
-            .await?
             .post(
                 repo_path(repository, &[Segment("git"), Segment("commits")]),
-                Some(&json!({"message": message, "tree": tree, "parents": [parent]})),
+                &json!({"message": message, "tree": tree, "parents": [parent]}),
             )
             .await?;
         Ok(created.sha)
@@ -354,11 +498,9 @@ impl GithubApp {
     /// Creates branch `branch` at `sha`.
     pub async fn create_branch(&self, repository: &str, branch: &str, sha: &str) -> Result<()> {
         let _: Value = self
-            .client()
-            .await?
             .post(
                 repo_path(repository, &[Segment("git"), Segment("refs")]),
-                Some(&json!({"ref": format!("refs/heads/{branch}"), "sha": sha})),
+                &json!({"ref": format!("refs/heads/{branch}"), "sha": sha}),
             )
             .await?;
         Ok(())
@@ -368,8 +510,6 @@ impl GithubApp {
     /// whenever main moves or the change does.
     pub async fn move_branch(&self, repository: &str, branch: &str, sha: &str) -> Result<()> {
         let _: Value = self
-            .client()
-            .await?
             .patch(
                 repo_path(
                     repository,
@@ -380,7 +520,7 @@ impl GithubApp {
                         GitPath(branch),
                     ],
                 ),
-                Some(&json!({"sha": sha, "force": true})),
+                &json!({"sha": sha, "force": true}),
             )
             .await?;
         Ok(())
@@ -450,14 +590,11 @@ impl GithubApp {
         title: &str,
         body: &str,
     ) -> Result<Pull> {
-        Ok(self
-            .client()
-            .await?
-            .post(
-                repo_path(repository, &[Segment("pulls")]),
-                Some(&json!({"title": title, "head": branch, "base": base, "body": body})),
-            )
-            .await?)
+        self.post(
+            repo_path(repository, &[Segment("pulls")]),
+            &json!({"title": title, "head": branch, "base": base, "body": body}),
+        )
+        .await
     }
 
     /// Updates a pull request's title and body.
@@ -468,24 +605,19 @@ impl GithubApp {
         title: &str,
         body: &str,
     ) -> Result<Pull> {
-        Ok(self
-            .client()
-            .await?
-            .patch(
-                repo_path(
-                    repository,
-                    &[Segment("pulls"), Segment(&number.to_string())],
-                ),
-                Some(&json!({"title": title, "body": body})),
-            )
-            .await?)
+        self.patch(
+            repo_path(
+                repository,
+                &[Segment("pulls"), Segment(&number.to_string())],
+            ),
+            &json!({"title": title, "body": body}),
+        )
+        .await
     }
 
     /// Adds labels to an issue or pull request.
     pub async fn add_labels(&self, repository: &str, number: u64, labels: &[String]) -> Result<()> {
         let _: Value = self
-            .client()
-            .await?
             .post(
                 repo_path(
                     repository,
@@ -495,7 +627,7 @@ impl GithubApp {
                         Segment("labels"),
                     ],
                 ),
-                Some(&json!({"labels": labels})),
+                &json!({"labels": labels}),
             )
             .await?;
         Ok(())
@@ -510,6 +642,75 @@ impl GithubApp {
             ))
             .await?;
         Ok(runs.check_runs)
+    }
+
+    /// Every review submitted on pull request `number`, oldest first, as GitHub lists them.
+    pub async fn reviews(&self, repository: &str, number: u64) -> Result<Vec<Review>> {
+        self.get_pages(
+            with_query(
+                &repo_path(
+                    repository,
+                    &[
+                        Segment("pulls"),
+                        Segment(&number.to_string()),
+                        Segment("reviews"),
+                    ],
+                ),
+                &[("per_page", "100")],
+            ),
+            REVIEW_PAGES,
+        )
+        .await
+    }
+
+    /// File `path` at `git_ref` read conditionally: `Fresh` with `None` when it does not exist there.
+    pub async fn file_conditional(
+        &self,
+        repository: &str,
+        path: &str,
+        git_ref: &str,
+        etag: Option<&str>,
+    ) -> Result<Conditional<Option<String>>> {
+        let route = with_query(
+            &repo_path(repository, &[Segment("contents"), GitPath(path)]),
+            &[("ref", git_ref)],
+        );
+        match self.get_conditional(&route, etag).await {
+            Ok(Conditional::NotModified) => Ok(Conditional::NotModified),
+            Ok(Conditional::Fresh { value, etag, .. }) => {
+                let contents: Contents = serde_json::from_value(value)
+                    .map_err(|_| GithubError::Shape("a file's contents"))?;
+                Ok(Conditional::Fresh {
+                    value: Some(contents.text()?),
+                    etag,
+                    next: None,
+                })
+            }
+            Err(error) if error.is_not_found() => Ok(Conditional::Fresh {
+                value: None,
+                etag: None,
+                next: None,
+            }),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// One page of `organisation`'s repositories, read conditionally: the first page's route is
+    /// [`organisation_repositories_route`], later ones come from the answer's `next`.
+    pub async fn organisation_repositories_page(
+        &self,
+        route: &str,
+        etag: Option<&str>,
+    ) -> Result<Conditional<Vec<Repository>>> {
+        Ok(match self.get_conditional(route, etag).await? {
+            Conditional::NotModified => Conditional::NotModified,
+            Conditional::Fresh { value, etag, next } => Conditional::Fresh {
+                value: serde_json::from_value(value)
+                    .map_err(|_| GithubError::Shape("a page of repositories"))?,
+                etag,
+                next,
+            },
+        })
     }
 
     /// The text of file `path` at `git_ref`, or `None` when it does not exist there.
@@ -530,14 +731,7 @@ impl GithubApp {
             Err(error) if error.is_not_found() => return Ok(None),
             Err(error) => return Err(error),
         };
-        if contents.encoding.as_deref() != Some("base64") {
-            return Err(GithubError::Shape("a file's contents"));
-        }
-        let bytes = decode_base64(contents.content.as_deref().unwrap_or_default())
-            .ok_or(GithubError::Shape("a file's base64 contents"))?;
-        String::from_utf8(bytes)
-            .map(Some)
-            .map_err(|_| GithubError::Shape("a file's text"))
+        contents.text().map(Some)
     }
 
     /// Commits reachable from `sha` that touched `path`, newest first: one page.
@@ -567,6 +761,65 @@ impl GithubApp {
         self.get(repo_path(repository, &[Segment("commits"), Segment(sha)]))
             .await
     }
+}
+
+/// Review pages read at most for one pull request (100 reviews a page).
+const REVIEW_PAGES: usize = 10;
+
+/// The first page of `organisation`'s repositories, 100 to a page.
+pub fn organisation_repositories_route(organisation: &str) -> String {
+    with_query(
+        &api_path([Segment("orgs"), Segment(organisation), Segment("repos")]),
+        &[("per_page", "100")],
+    )
+}
+
+/// The `rel="next"` target of a `Link` header (RFC 8288), as written.
+fn next_link(link: &str) -> Option<&str> {
+    link.split(',').find_map(|entry| {
+        let (target, params) = entry.split_once(';')?;
+        params
+            .split(';')
+            .any(|p| {
+                let p = p.trim();
+                p == "rel=\"next\"" || p == "rel=next"
+            })
+            .then(|| target.trim().strip_prefix('<')?.strip_suffix('>'))
+            .flatten()
+    })
+}
+
+/// `target` as a path relative to the API base `api_url`, or `None` when it points elsewhere.
+///
+/// GitHub writes absolute `Link` targets (`https://api.github.com/organizations/1/repos?page=2`), and
+/// octocrab sends credentials only with relative URIs (or to api.github.com), so an absolute link to any
+/// other host (GitHub Enterprise, the sandbox) would page on without the token. A link to another origin is
+/// not followed at all.
+pub fn relative_to_api(target: &str, api_url: &str) -> Option<String> {
+    if target.starts_with('/') && !target.starts_with("//") {
+        return Some(target.to_string());
+    }
+    let target = url::Url::parse(target).ok()?;
+    let base = url::Url::parse(api_url).ok()?;
+    if target.origin() != base.origin() {
+        return None;
+    }
+    let rest = target
+        .path()
+        .strip_prefix(base.path().trim_end_matches('/'))?;
+    if !(rest.is_empty() || rest.starts_with('/')) {
+        return None;
+    }
+    let mut relative = if rest.is_empty() {
+        "/".to_string()
+    } else {
+        rest.to_string()
+    };
+    if let Some(query) = target.query() {
+        relative.push('?');
+        relative.push_str(query);
+    }
+    Some(relative)
 }
 
 /// `/repos/{owner}/{name}/…` for `repository` (`owner/name`), every part percent-encoded by the URL type.
@@ -673,6 +926,9 @@ pub struct Pull {
 /// A check run.
 #[derive(Debug, Clone, Deserialize)]
 pub struct CheckRun {
+    /// Its id: a re-run has a higher one.
+    #[serde(default)]
+    pub id: u64,
     /// e.g. `tower-ci / validate`.
     pub name: String,
     /// `queued`, `in_progress`, `completed`.
@@ -697,6 +953,45 @@ struct Contents {
     content: Option<String>,
     #[serde(default)]
     encoding: Option<String>,
+}
+
+impl Contents {
+    /// The file's text, decoded from GitHub's base64.
+    fn text(&self) -> Result<String> {
+        if self.encoding.as_deref() != Some("base64") {
+            return Err(GithubError::Shape("a file's contents"));
+        }
+        let bytes = decode_base64(self.content.as_deref().unwrap_or_default())
+            .ok_or(GithubError::Shape("a file's base64 contents"))?;
+        String::from_utf8(bytes).map_err(|_| GithubError::Shape("a file's text"))
+    }
+}
+
+/// A review of a pull request (`GET /repos/{o}/{r}/pulls/{n}/reviews`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct Review {
+    /// Who wrote it (absent for a deleted account).
+    #[serde(default)]
+    pub user: Option<User>,
+    /// `APPROVED`, `CHANGES_REQUESTED`, `COMMENTED`, `DISMISSED` or `PENDING`.
+    #[serde(default)]
+    pub state: String,
+    /// When it was submitted (RFC 3339); absent while pending.
+    #[serde(default)]
+    pub submitted_at: Option<String>,
+}
+
+/// A repository as the organisation's list shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Repository {
+    /// `owner/name`.
+    pub full_name: String,
+    /// Its default branch.
+    #[serde(default)]
+    pub default_branch: Option<String>,
+    /// Whether it is archived (archived repositories still describe services).
+    #[serde(default)]
+    pub archived: bool,
 }
 
 /// A git person inside a commit.
@@ -788,7 +1083,49 @@ pub struct CommitDetail {
 
 #[cfg(test)]
 mod tests {
-    use super::decode_base64;
+    use super::{decode_base64, next_link, relative_to_api};
+
+    #[test]
+    fn an_absolute_next_link_becomes_relative_to_the_api_base_and_another_origin_is_not_followed() {
+        let github = "<https://api.github.com/organizations/9/repos?per_page=100&page=2>; rel=\"next\", \
+                      <https://api.github.com/organizations/9/repos?per_page=100&page=5>; rel=\"last\"";
+        let next = next_link(github).expect("a next link");
+        assert_eq!(
+            relative_to_api(next, "https://api.github.com/").as_deref(),
+            Some("/organizations/9/repos?per_page=100&page=2")
+        );
+        // The sandbox (or GitHub Enterprise) serves the API under a path: it is kept out of the route, which
+        // octocrab joins to the base again.
+        assert_eq!(
+            relative_to_api(
+                "http://127.0.0.1:4000/github/orgs/acme/repos?page=2",
+                "http://127.0.0.1:4000/github/"
+            )
+            .as_deref(),
+            Some("/orgs/acme/repos?page=2")
+        );
+        assert_eq!(
+            relative_to_api(
+                "/github/orgs/acme/repos?page=2",
+                "http://127.0.0.1:4000/github/"
+            )
+            .as_deref(),
+            Some("/github/orgs/acme/repos?page=2")
+        );
+        for elsewhere in [
+            "https://evil.example/orgs/acme/repos?page=2",
+            "http://127.0.0.1:4001/github/orgs/acme/repos",
+            "http://127.0.0.1:4000/githubx/orgs",
+            "//evil.example/x",
+        ] {
+            assert_eq!(
+                relative_to_api(elsewhere, "http://127.0.0.1:4000/github/"),
+                None,
+                "{elsewhere}"
+            );
+        }
+        assert_eq!(next_link("<https://x/a?page=1>; rel=\"prev\""), None);
+    }
 
     #[test]
     fn base64_as_github_wraps_it_decodes() {

@@ -22,6 +22,8 @@ struct Row {
     url: String,
     body: Value,
     expected: [u16; 5],
+    /// Sent as Tower's page sends it (a write with the CSRF header), or else as GitHub delivers a webhook.
+    from_tower: bool,
 }
 
 fn row<E: Endpoint>(url: String, body: Value, expected: [u16; 5]) -> Row {
@@ -30,6 +32,17 @@ fn row<E: Endpoint>(url: String, body: Value, expected: [u16; 5]) -> Row {
         url,
         body,
         expected,
+        from_tower: true,
+    }
+}
+
+impl Row {
+    /// Sent as GitHub delivers a webhook (see [`deliver_unsigned`]).
+    fn sent_as_github_delivers(self) -> Row {
+        Row {
+            from_tower: false,
+            ..self
+        }
     }
 }
 
@@ -190,6 +203,28 @@ fn table(
         ),
         row::<SubmitConfigEdit>(SubmitConfigEdit::url("payments"), edit, OPENS),
         row::<GetPlatformConfig>(GetPlatformConfig::url(), none.clone(), READ),
+        row::<ListAllDatabases>(ListAllDatabases::url(), none.clone(), READ),
+        row::<GetDatabase>(GetDatabase::url("prod", "payments"), none.clone(), READ),
+        row::<GetDatabase>(
+            GetDatabase::url("prod", "no-such-database"),
+            none.clone(),
+            [401, 404, 404, 404, 404],
+        ),
+        // Neither segment reaches a lookup unless it is a DNS label.
+        row::<GetDatabase>(
+            GetDatabase::url("prod", "Payments_DB"),
+            none.clone(),
+            [400; 5],
+        ),
+        row::<GetDatabase>(GetDatabase::url("PROD", "payments"), none.clone(), [400; 5]),
+        // GitHub's deliveries: the signature is the only credential, whoever's cookie comes along, and GitHub
+        // sends no CSRF header. Without a signature nothing happens.
+        row::<GithubWebhook>(
+            GithubWebhook::url(),
+            json!({"zen": "Keep it logically awesome."}),
+            [401; 5],
+        )
+        .sent_as_github_delivers(),
         row::<ListEnvironments>(ListEnvironments::url(), none.clone(), READ),
         row::<ListActivity>(ListActivity::url(), none.clone(), READ),
         row::<Events>(Events::url(), none.clone(), READ),
@@ -228,6 +263,32 @@ fn table(
         row::<ListReleases>(ListReleases::with_query(&releases), none.clone(), READ),
         row::<GetRelease>(GetRelease::url(sha), none, READ),
     ]
+}
+
+/// Sends `method url` with `body` (JSON) as GitHub delivers a webhook, but without its signature: no CSRF
+/// header (GitHub sends none), an event name and a delivery id, and `who`'s session cookie, which must not
+/// count for anything.
+async fn deliver_unsigned(
+    app: &TestApp,
+    who: &Role,
+    method: Method,
+    url: &str,
+    body: String,
+) -> axum::http::Response<Body> {
+    let mut request = Request::builder()
+        .method(method)
+        .uri(url)
+        .header("content-type", "application/json")
+        .header("x-github-event", "ping")
+        .header("x-github-delivery", "72d3162e-cc78-11e3-81ab-4c9367dc0958");
+    if let Some(identity) = who.identity() {
+        request = request.header("cookie", app.session_cookie(identity));
+    }
+    app.router
+        .clone()
+        .oneshot(request.body(Body::from(body)).unwrap())
+        .await
+        .unwrap()
 }
 
 /// A row's JSON body; none for `null`.
@@ -308,9 +369,12 @@ async fn every_route_answers_each_role_exactly_as_the_table_says() {
                 contract::Method::Get => Method::GET,
                 contract::Method::Post => Method::POST,
             };
-            let response = app
-                .send_with(role, method.clone(), &row.url, body(&row.body))
-                .await;
+            let response = if row.from_tower {
+                app.send_with(role, method.clone(), &row.url, body(&row.body))
+                    .await
+            } else {
+                deliver_unsigned(&app, role, method.clone(), &row.url, body(&row.body)).await
+            };
             cells += 1;
             let status = response.status().as_u16();
             if status != expected {

@@ -277,7 +277,8 @@ async fn each_golden_path_opens_a_pull_request_whose_files_read_back_as_platform
         );
     }
 
-    // The PRs tab and the card's pending PRs list them, with CI; merging works.
+    // The PRs tab and the card's pending PRs list them at once, and with CI and mergeability as soon as
+    // the background task has read them again; merging works.
     let (status, pulls) = send_json(
         &app,
         &Role::Guest,
@@ -288,14 +289,33 @@ async fn each_golden_path_opens_a_pull_request_whose_files_read_back_as_platform
     .await;
     assert_eq!(status, 200);
     let pulls: Vec<PullRequestView> = serde_json::from_value(pulls).unwrap();
-    let open: Vec<_> = pulls
-        .iter()
-        .filter(|p| p.state == shared::delivery::PullState::Open)
-        .collect();
-    assert_eq!(open.len(), 4);
-    assert!(
+    let open = |pulls: &[PullRequestView]| -> Vec<PullRequestView> {
+        pulls
+            .iter()
+            .filter(|p| p.state == shared::delivery::PullState::Open)
+            .cloned()
+            .collect()
+    };
+    assert_eq!(open(&pulls).len(), 4);
+    let read_again = eventually(Duration::from_secs(10), || async {
+        let (_, pulls) = send_json(
+            &app,
+            &Role::Guest,
+            Method::GET,
+            "/api/v1/pulls",
+            Value::Null,
+        )
+        .await;
+        let pulls: Vec<PullRequestView> = serde_json::from_value(pulls).unwrap();
+        let open = open(&pulls);
         open.iter()
             .all(|p| !p.checks.is_empty() && p.mergeable == Some(true))
+            .then_some(open)
+    })
+    .await;
+    assert!(
+        read_again.is_some_and(|open| open.len() == 4),
+        "every open pull request shows its checks and mergeability"
     );
     let (_, mine) = send_json(
         &app,
@@ -681,6 +701,128 @@ async fn release_records_list_the_release_commits_with_their_versions_and_diffs(
     assert_eq!(error["field"], "cursor");
 }
 
+#[tokio::test]
+async fn release_records_name_their_service_and_approvals_and_list_every_service_without_one() {
+    let app = TestApp::start().await;
+    let page = |query: String| {
+        let app = &app;
+        async move {
+            let (status, page) = send_json(
+                app,
+                &Role::Guest,
+                Method::GET,
+                &format!("/api/v1/releases?{query}"),
+                Value::Null,
+            )
+            .await;
+            assert_eq!(status, 200, "{query}: {page}");
+            serde_json::from_value::<shared::delivery::ReleasePage>(page).unwrap()
+        }
+    };
+
+    // Without a service: every service's records in prod, newest first, each naming its service, with the
+    // same version its service's own page shows.
+    let all = page("environment=prod".into()).await;
+    assert!(!all.records.is_empty());
+    let services: std::collections::BTreeSet<String> = all
+        .records
+        .iter()
+        .filter_map(|r| r.service.clone())
+        .collect();
+    assert!(
+        all.records.iter().all(|r| r.service.is_some()),
+        "{:?}",
+        all.records
+    );
+    assert!(services.len() > 1, "{services:?}");
+    for service in services.iter().take(3) {
+        let own = page(format!("service={service}&environment=prod")).await;
+        for record in all
+            .records
+            .iter()
+            .filter(|r| r.service.as_ref() == Some(service))
+        {
+            if let Some(same) = own.records.iter().find(|r| r.sha == record.sha) {
+                assert_eq!(same.version, record.version, "{service} {}", record.sha);
+                assert_eq!(same.service.as_deref(), Some(service.as_str()));
+            }
+        }
+    }
+    if let Some(cursor) = &all.next_cursor {
+        let next = page(format!("environment=prod&cursor={cursor}")).await;
+        assert!(
+            next.records
+                .iter()
+                .all(|r| all.records.iter().all(|first| first.sha != r.sha)),
+            "no record twice"
+        );
+    }
+
+    // A Promote the demo reviewer approved and merged: its record says who approved it.
+    let (status, opened) = send_json(
+        &app,
+        &Role::Owner,
+        Method::POST,
+        "/api/v1/services/payments/promote",
+        json!({}),
+    )
+    .await;
+    assert_eq!(status, 201, "{opened}");
+    let number = opened["number"].as_u64().unwrap();
+    let approved = eventually(Duration::from_secs(30), || async {
+        let (_, pulls) = send_json(
+            &app,
+            &Role::Guest,
+            Method::GET,
+            "/api/v1/pulls",
+            Value::Null,
+        )
+        .await;
+        let pulls: Vec<PullRequestView> = serde_json::from_value(pulls).unwrap();
+        pulls.into_iter().find(|p| {
+            p.number == number
+                && p.reviews
+                    .iter()
+                    .any(|r| r.state == shared::delivery::ReviewState::Approved)
+        })
+    })
+    .await
+    .expect("the demo reviewer never approved the Promote");
+    assert!(approved.blockers.is_empty(), "{:?}", approved.blockers);
+    app.sandbox
+        .forge()
+        .merge(REPO, number, "grace")
+        .await
+        .unwrap();
+    let record = eventually(Duration::from_secs(10), || async {
+        page("service=payments&environment=prod".into())
+            .await
+            .records
+            .into_iter()
+            .find(|r| r.pr_number == Some(number))
+    })
+    .await
+    .expect("the merged Promote never became a release record");
+    assert_eq!(record.service.as_deref(), Some("payments"));
+    let approvers: Vec<&str> = record
+        .approvals
+        .iter()
+        .map(|a| a.reviewer.as_str())
+        .collect();
+    assert_eq!(approvers, [sandbox::forge::DEMO_REVIEWER]);
+    let (status, detail) = send_json(
+        &app,
+        &Role::Guest,
+        Method::GET,
+        &format!("/api/v1/releases/{}", record.sha),
+        Value::Null,
+    )
+    .await;
+    assert_eq!(status, 200, "{detail}");
+    assert_eq!(detail["record"]["approvals"][0]["reviewer"], "grace");
+    assert_eq!(detail["record"]["service"], "payments");
+}
+
 /// A forge serving `repositories` on a local port, and a GitHub App client for it.
 async fn standalone_forge(
     repositories: sandbox::git::Repositories,
@@ -715,7 +857,7 @@ async fn the_releases_tab_pages_20_at_a_time_through_100_release_commits_with_st
     let mut cursor: Option<String> = None;
     loop {
         let page = history
-            .page("payments", "prod", cursor.as_deref())
+            .page(Some("payments"), "prod", cursor.as_deref())
             .await
             .unwrap();
         assert!(page.records.len() <= 20);
@@ -744,7 +886,7 @@ async fn the_releases_tab_pages_20_at_a_time_through_100_release_commits_with_st
     // Paging again costs the forge nothing new.
     let second_cursor = pages[0].next_cursor.clone().unwrap();
     let again = history
-        .page("payments", "prod", Some(&second_cursor))
+        .page(Some("payments"), "prod", Some(&second_cursor))
         .await
         .unwrap();
     assert_eq!(again, pages[1]);
@@ -772,11 +914,11 @@ async fn the_releases_tab_pages_20_at_a_time_through_100_release_commits_with_st
         .unwrap();
     tokio::time::sleep(Duration::from_millis(3100)).await;
     let later = history
-        .page("payments", "prod", Some(&second_cursor))
+        .page(Some("payments"), "prod", Some(&second_cursor))
         .await
         .unwrap();
     assert_eq!(later, pages[1], "stable cursor");
-    let first = history.page("payments", "prod", None).await.unwrap();
+    let first = history.page(Some("payments"), "prod", None).await.unwrap();
     assert_eq!(first.records[0].sha, sha);
     assert_eq!(first.records[1], pages[0].records[0]);
     assert_eq!(
@@ -1032,6 +1174,7 @@ async fn mock_delivery(
             public_url: "https://tower.example".into(),
             component_label: "platform.tower.dev/component".into(),
             scaffolds: Vec::new(),
+            webhook_secret: None,
         },
     );
     (delivery, github, state, server)

@@ -2,7 +2,9 @@
 #![allow(clippy::unwrap_used)]
 
 mod auth;
+mod catalog;
 mod config;
+mod databases;
 mod delivery;
 mod fleet;
 mod logs;
@@ -14,6 +16,7 @@ mod signals;
 mod sinks;
 mod slo;
 mod spa;
+mod webhooks;
 
 use std::time::Duration;
 
@@ -130,6 +133,8 @@ impl TestApp {
         if let Some(github) = config.github.as_mut() {
             // The activity feed's merges show up within a test's patience.
             github.merged_poll_seconds = 1;
+            // Nothing delivers webhooks to a router without a socket: poll, unless a test opts in.
+            github.webhook_secret = None;
         }
         adjust(&mut config);
         let state = server::serve::build_state(&config, dir.to_path_buf(), true)
