@@ -39,6 +39,19 @@ pub async fn list_databases(service: &str) -> Result<Vec<DatabaseView>> {
     call::<api::ListDatabases>(&api::ListDatabases::url(service), None).await
 }
 
+/// Every Database in every environment, by environment then name.
+pub async fn list_all_databases() -> Result<Vec<DatabaseView>> {
+    call::<api::ListAllDatabases>(&api::ListAllDatabases::url(), None).await
+}
+
+/// One database: its checks (error texts only for owners of a bound service) and its schema's history.
+pub async fn get_database(
+    environment: &str,
+    name: &str,
+) -> Result<shared::databases::DatabaseDetail> {
+    call::<api::GetDatabase>(&api::GetDatabase::url(environment, name), None).await
+}
+
 /// The Metrics tab of a service in one environment over `range`: every fixed query's chart and the deploys.
 pub async fn get_metrics(
     service: &str,

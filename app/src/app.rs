@@ -11,6 +11,7 @@ use shared::session::SessionInfo;
 use crate::api;
 use crate::live::LiveFleet;
 use crate::pages::config::platform::PlatformConfigRoute;
+use crate::pages::databases::DatabasesRoute;
 use crate::pages::delivery::create::CreateRoute;
 use crate::pages::delivery::pulls::PullsRoute;
 use crate::pages::delivery::releases::{ReleaseDetailRoute, ReleasesRoute};
@@ -95,6 +96,7 @@ fn Shell() -> impl IntoView {
                 <A href="/releases" attr:data-testid="nav-releases">"Releases"</A>
                 <A href="/prs" attr:data-testid="nav-prs">"PRs"</A>
                 <A href="/pipelines" attr:data-testid="nav-pipelines">"Pipelines"</A>
+                <A href="/databases" attr:data-testid="nav-databases">"Databases"</A>
                 <A href="/config" attr:data-testid="nav-config">"Config"</A>
             </nav>
             <StreamIndicator connected=live.connected />
@@ -113,6 +115,8 @@ fn Shell() -> impl IntoView {
                 <Route path=path!("/pipelines") view={Lazy::<PipelinesRoute>::new()} />
                 <Route path=path!("/pipelines/:namespace/:name") view={Lazy::<PipelineRunRoute>::new()} />
                 <Route path=path!("/config") view={Lazy::<PlatformConfigRoute>::new()} />
+                <Route path=path!("/databases") view={Lazy::<DatabasesRoute>::new()} />
+                <Route path=path!("/databases/:env/:name") view={Lazy::<DatabasesRoute>::new()} />
             </Routes>
         </main>
     }

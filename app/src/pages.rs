@@ -1,6 +1,7 @@
 //! The pages, by area: each area has the name it has in `shared` and in the server's routes.
 
 pub mod config;
+pub mod databases;
 pub mod delivery;
 pub mod fleet;
 pub mod metrics;

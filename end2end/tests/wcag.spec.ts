@@ -9,7 +9,7 @@ import { signInAs, signInAsGuest, card } from './session';
 // The table is keyed by the route pattern exactly as `path!("…")` spells it in the app ("*" is the not-found
 // fallback); the last test fails when a route has no entry, so a new page is checked from its first commit.
 
-type Who = 'nobody' | 'guest' | 'ada';
+type Who = 'nobody' | 'guest' | 'ada' | 'linus';
 
 interface State {
   /** What the state is, for the test title. */
@@ -57,6 +57,11 @@ const CHECKS: Record<string, State[]> = {
   '/': [
     { name: 'loaded, guest', who: 'guest', reach: async (page) => { await page.goto('/'); await visible(page, 'fleet-table'); } },
     { name: 'loaded, owner', who: 'ada', reach: async (page) => { await page.goto('/'); await visible(page, 'fleet-table'); } },
+    {
+      name: 'the catalog\'s services not onboarded, and the problem chips', who: 'guest',
+      reach: async (page) => { await page.goto('/'); await visible(page, 'not-onboarded'); await visible(page, 'chip-problem'); },
+    },
+    { name: 'filtered by a problem', who: 'guest', reach: async (page) => { await page.goto('/?status=stale-secret'); await visible(page, 'service-row'); } },
     { name: 'sorted by error budget, SLO column', who: 'guest', reach: async (page) => { await page.goto('/?sort=budget'); await expect(page.locator('[data-testid="slo-cell"][data-burning="true"]').first()).toBeVisible({ timeout: 20_000 }); } },
     {
       name: 'loading skeleton', who: 'guest',
@@ -100,6 +105,9 @@ const CHECKS: Record<string, State[]> = {
       name: 'empty: an environment it does not run in', who: 'guest',
       reach: async (page) => { await page.goto('/services/payments?env=nowhere'); await visible(page, 'no-deployments'); },
     },
+    { name: 'a service only the catalog knows, its team', who: 'linus', reach: async (page) => { await page.goto('/services/typeahead'); await visible(page, 'onboard-button'); } },
+    { name: 'a service only the catalog knows, guest', who: 'guest', reach: async (page) => { await page.goto('/services/typeahead'); await visible(page, 'not-onboarded-notice'); } },
+    { name: 'a service without catalog-info.yaml', who: 'guest', reach: async (page) => { await page.goto('/services/ledger'); await visible(page, 'catalog-missing'); } },
     { name: 'dependencies tab', who: 'guest', reach: async (page) => { await page.goto('/services/payments?tab=dependencies'); await visible(page, 'dependency-node'); } },
     {
       name: 'metrics tab, guest', who: 'guest',
@@ -180,7 +188,7 @@ const CHECKS: Record<string, State[]> = {
     { name: 'choose a service', who: 'ada', reach: async (page) => { await page.goto('/create?template=add-database'); await visible(page, 'choose-service'); } },
   ],
   '/releases': [
-    { name: 'choose a service', who: 'guest', reach: async (page) => { await page.goto('/releases'); await visible(page, 'choose-service'); } },
+    { name: "every service's records, guest", who: 'guest', reach: async (page) => { await page.goto('/releases'); await visible(page, 'release-service'); } },
     { name: 'records, guest', who: 'guest', reach: async (page) => { await page.goto('/releases?service=payments&environment=prod'); await visible(page, 'release-row'); } },
     {
       name: 'empty: no records yet', who: 'guest',
@@ -271,6 +279,27 @@ const CHECKS: Record<string, State[]> = {
     { name: 'loading', who: 'guest', reach: async (page) => { await hold(page, '**/api/v1/pulls'); await page.goto('/prs'); await visible(page, 'loading'); } },
     { name: 'error', who: 'guest', reach: async (page) => { await failWith503(page, '**/api/v1/pulls'); await page.goto('/prs'); await visible(page, 'error'); } },
   ],
+  '/databases': [
+    { name: 'every database, guest', who: 'guest', reach: async (page) => { await page.goto('/databases'); await visible(page, 'database-check-failed'); } },
+    { name: 'one environment', who: 'guest', reach: async (page) => { await page.goto('/databases?env=prod'); await visible(page, 'database-row'); } },
+    {
+      name: 'empty', who: 'guest',
+      reach: async (page) => {
+        await page.route('**/api/v1/databases', (route) => route.fulfill({ status: 200, contentType: 'application/json', body: '[]' }));
+        await page.goto('/databases');
+        await visible(page, 'no-databases');
+      },
+    },
+    { name: 'loading', who: 'guest', reach: async (page) => { await hold(page, '**/api/v1/databases'); await page.goto('/databases'); await visible(page, 'loading'); } },
+    { name: 'error', who: 'guest', reach: async (page) => { await failWith503(page, '**/api/v1/databases'); await page.goto('/databases'); await visible(page, 'error'); } },
+  ],
+  '/databases/:env/:name': [
+    { name: 'a failed check, its owner (the error text)', who: 'linus', reach: async (page) => { await page.goto('/databases/dev/catalog'); await visible(page, 'database-error'); } },
+    { name: 'a failed check, guest (the text hidden)', who: 'guest', reach: async (page) => { await page.goto('/databases/dev/catalog'); await visible(page, 'database-error-hidden'); } },
+    { name: 'behind the code, with its history', who: 'guest', reach: async (page) => { await page.goto('/databases/prod/payments'); await visible(page, 'database-detail'); } },
+    { name: 'loading', who: 'guest', reach: async (page) => { await hold(page, '**/api/v1/databases/dev/catalog'); await page.goto('/databases/dev/catalog'); await visible(page, 'loading'); } },
+    { name: 'error: no such database', who: 'guest', reach: async (page) => { await page.goto('/databases/prod/no-such-database'); await visible(page, 'error'); } },
+  ],
   '/config': [
     { name: 'every section, guest', who: 'guest', reach: async (page) => { await page.goto('/config'); await visible(page, 'application-set'); await visible(page, 'cluster'); await visible(page, 'setting'); } },
     {
@@ -290,6 +319,7 @@ for (const [route, states] of Object.entries(CHECKS)) {
     test(`axe: ${route} — ${state.name}`, async ({ page }) => {
       if (state.who === 'guest') await signInAsGuest(page);
       if (state.who === 'ada') await signInAs(page, 'ada');
+      if (state.who === 'linus') await signInAs(page, 'linus');
       await state.reach(page);
       await expectAccessible(page, `${route} (${state.name})`);
       await page.unrouteAll({ behavior: 'ignoreErrors' });

@@ -7,14 +7,167 @@ use leptos::lazy;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use shared::ApiError;
-use shared::delivery::{ChangePreview, CiState, PullRequestView, VersionRef};
+use shared::delivery::{
+    ChangePreview, CheckView, CiState, MergeBlocker, PullRequestView, PullState, ReviewState,
+    ReviewView, VersionRef,
+};
 use shared::status::Tone;
 
 use crate::api;
 use crate::components::focus::{keep_tab_inside, remember_focus};
-use crate::components::status::{banner, tone_chip};
-use crate::live::LiveFleet;
+use crate::components::status::{banner, chip, tone_chip};
+use crate::live::{LiveFleet, PullUpdates};
 use crate::pages::show_error;
+
+/// The pull request of one `pull_request_updated` event as the stream sent it.
+fn decode_pull(event: &str) -> Option<PullRequestView> {
+    #[derive(serde::Deserialize)]
+    struct Updated {
+        pull: PullRequestView,
+    }
+    serde_json::from_str::<Updated>(event).ok().map(|e| e.pull)
+}
+
+/// Puts `pr` where Tower's list keeps it, replacing its older self: open ones first (the newest first), then
+/// the merged ones (the most recently merged first); one closed without merging leaves the list.
+pub fn upsert_pull(list: &mut Vec<PullRequestView>, pr: PullRequestView) {
+    if let Some(at) = list.iter().position(|p| p.number == pr.number) {
+        if list[at].state == pr.state {
+            list[at] = pr;
+            return;
+        }
+        list.remove(at);
+    }
+    match pr.state {
+        PullState::Open => list.insert(0, pr),
+        PullState::Merged => {
+            let first_merged = list
+                .iter()
+                .position(|p| p.state != PullState::Open)
+                .unwrap_or(list.len());
+            list.insert(first_merged, pr);
+        }
+        PullState::Closed => {}
+    }
+}
+
+/// Applies the pull request changes the stream sent after the stamp `after` to `list`, oldest first: each one
+/// `belongs` is upserted, any other leaves (a service page keeps only its own open ones).
+pub fn patch_pulls(
+    list: &mut Vec<PullRequestView>,
+    updates: &PullUpdates,
+    after: u64,
+    belongs: impl Fn(&PullRequestView) -> bool,
+) {
+    for pr in updates.newer_than(after).filter_map(decode_pull) {
+        if belongs(&pr) {
+            upsert_pull(list, pr);
+        } else {
+            list.retain(|p| p.number != pr.number);
+        }
+    }
+}
+
+/// A check run in the status vocabulary: queued, running, passed, failed, skipped, …
+pub fn check_look(check: &CheckView) -> (Tone, &'static str) {
+    match (check.status.as_str(), check.conclusion.as_deref()) {
+        ("completed", Some("success")) => (Tone::Ok, "passed"),
+        ("completed", Some("failure" | "timed_out" | "startup_failure")) => (Tone::Bad, "failed"),
+        ("completed", Some("cancelled")) => (Tone::Warn, "cancelled"),
+        ("completed", Some("action_required")) => (Tone::Warn, "action required"),
+        ("completed", Some("skipped")) => (Tone::Unknown, "skipped"),
+        ("completed", Some("neutral")) => (Tone::Unknown, "neutral"),
+        ("completed", _) => (Tone::Unknown, "completed"),
+        ("in_progress", _) => (Tone::Progress, "running"),
+        _ => (Tone::Unknown, "queued"),
+    }
+}
+
+/// One check run: its state in words and its name, a link to its page when it has one.
+pub fn check_item(check: &CheckView) -> AnyView {
+    let (tone, word) = check_look(check);
+    let name = match check.url.clone() {
+        Some(url) => {
+            view! { <a href=url rel="noreferrer" target="_blank">{check.name.clone()}</a> }
+                .into_any()
+        }
+        None => check.name.clone().into_any(),
+    };
+    view! {
+        <li data-testid="pr-check" data-name=check.name.clone() data-status=check.status.clone()
+            data-conclusion=check.conclusion.clone().unwrap_or_default()>
+            {tone_chip(tone, word, None)}{name}
+        </li>
+    }
+    .into_any()
+}
+
+/// A review's state as `data-state` spells it.
+pub fn review_slug(state: ReviewState) -> &'static str {
+    match state {
+        ReviewState::Approved => "approved",
+        ReviewState::ChangesRequested => "changes_requested",
+        ReviewState::Commented => "commented",
+        ReviewState::Dismissed => "dismissed",
+    }
+}
+
+/// One reviewer's latest review: who, what they said and how long ago (`now` is the clock signal).
+pub fn review_item(review: &ReviewView, now: Signal<String>) -> AnyView {
+    let (tone, glyph, word) = match review.state {
+        ReviewState::Approved => (Tone::Ok, "✓", "approved"),
+        ReviewState::ChangesRequested => (Tone::Bad, "✕", "requested changes"),
+        ReviewState::Commented => (Tone::Unknown, "…", "commented"),
+        ReviewState::Dismissed => (Tone::Unknown, "⊘", "dismissed"),
+    };
+    let when = review.at.clone().map(|at| {
+        let (datetime, title) = (at.clone(), at.clone());
+        view! { " "<time class="muted small" datetime=datetime title=title>{move || shared::time::age_or_raw(&at, &now.get())}</time> }
+    });
+    view! {
+        <li data-testid="pr-review" data-state=review_slug(review.state) data-reviewer=review.reviewer.clone()>
+            {chip(tone, glyph, word.into(), None)}<strong>{review.reviewer.clone()}</strong>{when}
+        </li>
+    }
+    .into_any()
+}
+
+/// A blocker's kind as `data-kind` spells it.
+pub fn blocker_slug(blocker: &MergeBlocker) -> &'static str {
+    match blocker {
+        MergeBlocker::Conflicts => "conflicts",
+        MergeBlocker::ChecksFailed { .. } => "checks_failed",
+        MergeBlocker::ChecksRunning => "checks_running",
+        MergeBlocker::ApprovalRequired => "approval_required",
+        MergeBlocker::ChangesRequested { .. } => "changes_requested",
+    }
+}
+
+/// Whether a pull request can merge, in words: merged, closed, ready, or blocked (and how badly).
+pub fn merge_chip(pr: &PullRequestView) -> AnyView {
+    let (tone, label) = match pr.state {
+        PullState::Merged => (Tone::Ok, "Merged"),
+        PullState::Closed => (Tone::Unknown, "Closed"),
+        PullState::Open if pr.blockers.is_empty() && pr.mergeable == Some(true) => {
+            (Tone::Ok, "Open · ready to merge")
+        }
+        PullState::Open if pr.blockers.is_empty() => {
+            (Tone::Progress, "Open · checking mergeability")
+        }
+        PullState::Open
+            if pr.blockers.iter().any(|b| {
+                !matches!(
+                    b,
+                    MergeBlocker::ChecksRunning | MergeBlocker::ApprovalRequired
+                )
+            }) =>
+        {
+            (Tone::Bad, "Open · blocked")
+        }
+        PullState::Open => (Tone::Warn, "Open · waiting"),
+    };
+    tone_chip(tone, label, Some("pr-state"))
+}
 
 /// A unified diff as preformatted text, each line classed by what it does (no diff library).
 pub fn diff_view(diff: &str) -> AnyView {
@@ -95,12 +248,19 @@ pub fn ci_chip(ci: CiState) -> AnyView {
     tone_chip(tone, label, Some("ci"))
 }
 
-/// A pending pull request in one line: number, title, CI.
+/// A pending pull request in one line: number, title, CI, and what keeps it from merging.
 pub fn pending_pull(pr: &PullRequestView) -> AnyView {
+    let blockers = pr
+        .blockers
+        .iter()
+        .map(MergeBlocker::sentence)
+        .collect::<Vec<_>>()
+        .join(" · ");
     view! {
         <p class="pending-pr" data-testid="pending-pr" data-ci=ci_slug(pr.ci)>
             "Pending: "<a href=pr.url.clone() target="_blank" rel="noreferrer">{format!("#{} {}", pr.number, pr.title)}</a>" "
             {ci_chip(pr.ci)}
+            {(!blockers.is_empty()).then(|| view! { <span class="muted small" data-testid="pending-pr-blockers">{blockers}</span> })}
         </p>
     }
     .into_any()
@@ -264,5 +424,131 @@ fn LoadedMoveDialog(
                 <button type="button" class="link" data-testid="dialog-cancel" on:click=move |_| close()>"Cancel"</button>
             </footer>
         </dialog>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pr(number: u64, state: PullState, service: &str) -> PullRequestView {
+        PullRequestView {
+            number,
+            url: format!("https://github.example/acme/application-repositories/pull/{number}"),
+            branch: format!("tower/promote/{service}"),
+            title: format!("Promote {service} to prod"),
+            state,
+            checks: vec![],
+            ci: CiState::None,
+            mergeable: Some(true),
+            reused: false,
+            intent: None,
+            service: Some(service.into()),
+            environment: Some("prod".into()),
+            author: "tower[bot]".into(),
+            created_at: "2026-12-02T10:00:00Z".into(),
+            merged_at: None,
+            labels: vec![],
+            reviews: vec![],
+            blockers: vec![],
+        }
+    }
+
+    fn event(pr: &PullRequestView) -> String {
+        serde_json::to_string(&shared::fleet::FleetEvent::PullRequestUpdated { pull: pr.clone() })
+            .unwrap_or_default()
+    }
+
+    fn numbers(list: &[PullRequestView]) -> Vec<(u64, PullState)> {
+        list.iter().map(|p| (p.number, p.state)).collect()
+    }
+
+    #[test]
+    fn an_update_replaces_its_pull_request_and_keeps_open_ones_before_merged_ones() {
+        use PullState::{Merged, Open};
+        let mut list = vec![pr(5, Open, "payments"), pr(3, Merged, "ledger")];
+        let mut approved = pr(5, Open, "payments");
+        approved.reviews = vec![ReviewView {
+            reviewer: "grace".into(),
+            state: ReviewState::Approved,
+            at: None,
+        }];
+        upsert_pull(&mut list, approved);
+        assert_eq!(numbers(&list), [(5, Open), (3, Merged)]);
+        assert_eq!(list[0].reviews.len(), 1);
+        upsert_pull(&mut list, pr(7, Open, "refunds"));
+        assert_eq!(numbers(&list), [(7, Open), (5, Open), (3, Merged)]);
+        upsert_pull(&mut list, pr(5, Merged, "payments"));
+        assert_eq!(numbers(&list), [(7, Open), (5, Merged), (3, Merged)]);
+        upsert_pull(&mut list, pr(7, PullState::Closed, "refunds"));
+        assert_eq!(numbers(&list), [(5, Merged), (3, Merged)]);
+    }
+
+    #[test]
+    fn a_page_applies_only_the_events_after_its_fetch_and_a_service_keeps_only_its_open_ones() {
+        let mut updates = PullUpdates::default();
+        let mut with_check = pr(5, PullState::Open, "payments");
+        with_check.checks = vec![CheckView {
+            name: "tower-ci / validate".into(),
+            status: "in_progress".into(),
+            conclusion: None,
+            url: None,
+        }];
+        let fetched_at = {
+            let mut stamp = 0;
+            for (index, text) in [
+                event(&pr(4, PullState::Open, "payments")),
+                event(&with_check),
+                event(&pr(6, PullState::Open, "ledger")),
+                "{not json".to_string(),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                updates.record_for_tests(text);
+                if index == 0 {
+                    stamp = updates.seq();
+                }
+            }
+            stamp
+        };
+        let mut everything = vec![];
+        patch_pulls(&mut everything, &updates, fetched_at, |_| true);
+        assert_eq!(
+            numbers(&everything),
+            [(6, PullState::Open), (5, PullState::Open)]
+        );
+        assert_eq!(everything[1].checks[0].status, "in_progress");
+
+        let mut pending = vec![pr(4, PullState::Open, "payments")];
+        updates.record_for_tests(event(&pr(4, PullState::Merged, "payments")));
+        patch_pulls(&mut pending, &updates, fetched_at, |p| {
+            p.service.as_deref() == Some("payments") && p.state == PullState::Open
+        });
+        assert_eq!(numbers(&pending), [(5, PullState::Open)]);
+    }
+
+    #[test]
+    fn checks_read_as_the_status_vocabulary() {
+        let check = |status: &str, conclusion: Option<&str>| CheckView {
+            name: "tower-ci / validate".into(),
+            status: status.into(),
+            conclusion: conclusion.map(String::from),
+            url: None,
+        };
+        assert_eq!(check_look(&check("queued", None)).1, "queued");
+        assert_eq!(check_look(&check("in_progress", None)).1, "running");
+        assert_eq!(
+            check_look(&check("completed", Some("success"))),
+            (Tone::Ok, "passed")
+        );
+        assert_eq!(
+            check_look(&check("completed", Some("timed_out"))),
+            (Tone::Bad, "failed")
+        );
+        assert_eq!(
+            check_look(&check("completed", Some("skipped"))).1,
+            "skipped"
+        );
     }
 }

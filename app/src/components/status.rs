@@ -4,7 +4,7 @@
 
 use leptos::prelude::*;
 use shared::auth::Decision;
-use shared::fleet::{Health, SyncStatus};
+use shared::fleet::{CellProblem, Health, SyncStatus};
 use shared::status::{Tone, health_tone, sync_tone};
 
 /// The glyph that goes with a tone, so colour is never the only signal.
@@ -53,6 +53,18 @@ pub fn health_chip(health: Health) -> AnyView {
 /// Drift between what runs and what the Release asks for.
 pub fn drift_chip() -> AnyView {
     chip(Tone::Warn, "≠", "Drift".into(), Some("chip-drift"))
+}
+
+/// A problem beyond sync and health (stale secret, composition error, …): its own word and glyph.
+pub fn problem_chip(problem: CellProblem) -> AnyView {
+    let tone = shared::fleet::overview::problem_tone(problem);
+    view! {
+        <span class=format!("chip {}", tone.class()) data-testid="chip-problem" data-problem=problem.as_str()>
+            <span class="glyph" aria-hidden="true">{glyph(tone)}</span>
+            {problem.label()}
+        </span>
+    }
+    .into_any()
 }
 
 /// A sentence that needs to be seen: a warning, a failure, an unreachable cluster.

@@ -1,6 +1,7 @@
 //! Create (`/create`): the four golden paths as one generic form. `?template=` picks the path, `?service=` the
 //! service of the service-scoped ones, and any other query parameter named like a field prefills it (Promote's
-//! "Apply schema first" links here that way). Every path is validated here with the server's own functions,
+//! "Apply schema first" links here that way, and Onboard of a service the catalog knows with its name, owner
+//! and description). Every path is validated here with the server's own functions,
 //! previewed (exact files and diff), and only then submitted as a pull request.
 
 use leptos::prelude::*;
@@ -15,7 +16,7 @@ use shared::delivery::{
     FieldError, OnboardForm, PullRequestView, Template, schema_version_of, validate_add_database,
     validate_apply_schema, validate_create_deployment, validate_onboard,
 };
-use shared::fleet::overview::environments;
+use shared::fleet::overview::{environments, is_onboarded};
 use shared::url::encode_query_value;
 
 use crate::api;
@@ -179,6 +180,7 @@ pub fn CreatePage() -> impl IntoView {
     let services = Memo::new(move |_| {
         live.fleet.with(|f| {
             f.services()
+                .filter(|s| is_onboarded(s))
                 .map(|s| (s.name.clone(), s.owner.clone()))
                 .collect::<Vec<_>>()
         })
@@ -321,6 +323,12 @@ fn TemplateForm(template: Template, service: Option<String>) -> impl IntoView {
         .and_then(|info| info.identity)
         .map(|id| id.teams)
         .unwrap_or_default();
+    // A link may name the owner (Onboard from the catalog names the team its catalog-info.yaml gives): it is
+    // offered even when it is not one of the viewer's teams, and the form says who may onboard for it.
+    let linked_owner = query
+        .with_untracked(|q| q.get("owner"))
+        .filter(|owner| !owner.is_empty() && !teams.contains(owner));
+    let owners: Vec<String> = teams.iter().cloned().chain(linked_owner).collect();
     let defaults = |name: &str| -> String {
         match name {
             "owner" => teams.first().cloned().unwrap_or_default(),
@@ -476,7 +484,16 @@ fn TemplateForm(template: Template, service: Option<String>) -> impl IntoView {
         .iter()
         .map(|&Field(name, label, input, hint)| {
             let current = move || values.with(|v| value(v, name));
-            let teams = teams.clone();
+            let owners = owners.clone();
+            let not_yours = {
+                let teams = teams.clone();
+                move || {
+                    let owner = (input == Input::Teams).then(current)?;
+                    (!owner.is_empty() && !teams.contains(&owner)).then(|| {
+                        permission_reason(session.decide(Permission::RunTemplates, Some(&owner)))
+                    })
+                }
+            };
             let on_change = move |ev: leptos::ev::Event| {
                 let v = if input == Input::Check {
                     event_target_checked(&ev).to_string()
@@ -500,7 +517,7 @@ fn TemplateForm(template: Template, service: Option<String>) -> impl IntoView {
             let choices = move || -> Vec<(String, String)> {
                 let pair = |s: &String| (s.clone(), s.clone());
                 match input {
-                    Input::Teams => teams.iter().map(pair).collect(),
+                    Input::Teams => owners.iter().map(pair).collect(),
                     Input::Environments => envs.get().iter().map(pair).collect(),
                     Input::Sizes => DATABASE_SIZES.iter().map(|s| (s.to_string(), s.to_string())).collect(),
                     Input::Builds => builds.and_then(|b| b.with(|b| b.as_ref().map(|r| match r {
@@ -560,6 +577,7 @@ fn TemplateForm(template: Template, service: Option<String>) -> impl IntoView {
                     <label for=name>{label}</label>
                     {control}
                     {(!hint.is_empty()).then(|| view! { <span class="muted small">{hint}</span> })}
+                    {not_yours}
                     {move || error().map(|m| view! { <span class="error-inline" role="alert" data-testid=format!("field-error-{name}")>{m}</span> })}
                 </div>
             }

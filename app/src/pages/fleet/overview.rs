@@ -8,18 +8,19 @@ use leptos::prelude::*;
 use leptos_router::NavigateOptions;
 use leptos_router::components::A;
 use leptos_router::hooks::{use_navigate, use_query_map};
+use shared::fleet::CellProblem;
 use shared::fleet::overview::{
     FleetCounts, OverviewFilter, OverviewSort, StatusFilter, environments, fleet_counts,
-    merge_activity, sort_by_budget, teams,
+    matrix_tone, merge_activity, onboard_href, sort_by_budget, teams,
 };
 use shared::fleet::{ActivityItem, ActivityKind, EnvironmentCell, ServiceSummary, SourceState};
 use shared::slo::{SloSummary, budget_tone, format_budget};
-use shared::status::{Tone, cell_tone};
+use shared::status::Tone;
 use shared::time::{age_or_raw, since};
 use shared::{ApiError, ErrorCode};
 
 use crate::api;
-use crate::components::status::{chip, drift_chip, health_chip, sync_chip};
+use crate::components::status::{chip, drift_chip, health_chip, problem_chip, sync_chip};
 use crate::live::LiveFleet;
 use crate::pages::show_errors;
 
@@ -121,7 +122,10 @@ pub fn Overview() -> impl IntoView {
             <div class="page-head">
                 <h1>"Overview"</h1>
                 <p class="counts" data-testid="fleet-counts">
-                    {move || live.fleet.with(|f| format!("{} services · {} teams", f.len(), f.team_count()))}
+                    {move || live.fleet.with(|f| {
+                        let counts = fleet_counts(f.services());
+                        format!("{} services · {} teams", counts.services, counts.teams)
+                    })}
                 </p>
             </div>
             <FleetStatus />
@@ -213,6 +217,7 @@ pub fn Overview() -> impl IntoView {
                             }.into_any()),
                         }}
                     </ErrorBoundary>
+                    <NotOnboarded filter />
                 </div>
                 <ActivityFeed />
             </div>
@@ -362,7 +367,7 @@ fn MatrixCell(
         }
         .into_any();
     };
-    let tone = cell_tone(&cell);
+    let tone = matrix_tone(&cell);
     view! {
         <td class=format!("cell {}", tone.class()) data-testid="matrix-cell" data-service=service data-env=environment
             data-tone=tone.class()>
@@ -373,6 +378,7 @@ fn MatrixCell(
                 {sync_chip(cell.sync)}
                 {health_chip(cell.health)}
                 {cell.drift.then(drift_chip)}
+                {cell.problems.iter().map(|p| problem_chip(*p)).collect_view()}
             </span>
             {cell.unreachable_since.clone().map(|at| view! {
                 <span class="unreachable small" data-testid="unreachable">
@@ -417,8 +423,53 @@ fn FleetStatus() -> impl IntoView {
             {tile("out of sync", StatusFilter::OutOfSync, Tone::Warn, |c| c.out_of_sync)}
             {tile("drifted", StatusFilter::Drift, Tone::Warn, |c| c.drifted)}
             {tile("unreachable", StatusFilter::Unreachable, Tone::Unknown, |c| c.unreachable)}
+            {tile("stale secret", StatusFilter::Problem(CellProblem::StaleSecret), Tone::Warn, |c| c.stale_secret)}
+            {tile("composition error", StatusFilter::Problem(CellProblem::CompositionError), Tone::Bad, |c| c.composition_error)}
+            {tile("schema behind", StatusFilter::Problem(CellProblem::SchemaBehind), Tone::Warn, |c| c.schema_behind)}
+            {tile("schema check failed", StatusFilter::Problem(CellProblem::SchemaCheckFailed), Tone::Bad, |c| c.schema_check_failed)}
             <span class="muted small">{move || format!("of {} deployments", counts(|c| c.deployments))}</span>
         </nav>
+    }
+}
+
+/// The services the catalog knows that are not on the platform yet (a `catalog-info.yaml`, no Component):
+/// no matrix row and in no count, listed here with Onboard. Nothing while there are none.
+#[component]
+fn NotOnboarded(filter: Memo<OverviewFilter>) -> impl IntoView {
+    let live = expect_context::<LiveFleet>();
+    move || {
+        let services: Vec<ServiceSummary> = live.fleet.with(|f| {
+            filter.with(|filter| {
+                filter
+                    .not_onboarded(f.services())
+                    .into_iter()
+                    .cloned()
+                    .collect()
+            })
+        });
+        let rows = services
+            .into_iter()
+            .map(|s| {
+                let (onboard, href) = (onboard_href(&s), format!("/services/{}", s.name));
+                let about = format!(" {} · {} ", s.owner, s.description);
+                let row = s.name.clone();
+                view! {
+                    <li data-testid="not-onboarded" data-service=row>
+                        <A href=href>{s.name}</A>
+                        <span class="muted small">{about}</span>
+                        <a class="button" href=onboard data-testid="onboard-button">"Onboard"</a>
+                    </li>
+                }
+            })
+            .collect::<Vec<_>>();
+        (!rows.is_empty()).then(|| {
+            view! {
+                <section class="not-onboarded" aria-labelledby="not-onboarded-title">
+                    <h2 id="not-onboarded-title">"In the catalog, not onboarded"</h2>
+                    <ul class="feed">{rows}</ul>
+                </section>
+            }
+        })
     }
 }
 

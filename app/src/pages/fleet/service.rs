@@ -10,16 +10,24 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 use leptos_router::{LazyRoute, lazy_route};
 use shared::ApiError;
 use shared::auth::Permission;
+use shared::databases::database_path;
+use shared::delivery::{PullRequestView, PullState};
 use shared::fleet::cards::upsert_card;
-use shared::fleet::{DatabaseView, DeploymentCard as Card, PodView, SchemaCheckView};
+use shared::fleet::overview::{is_onboarded, onboard_href};
+use shared::fleet::{
+    CatalogState, DatabaseView, DeploymentCard as Card, PodView, SchemaCheckView, ServiceSummary,
+};
 use shared::url::encode_query_value;
 
 use crate::api;
 use crate::app::Session;
+use crate::components::delivery::patch_pulls;
 use crate::components::dependency_graph::DependencyGraph;
 use crate::components::deployment_card::DeploymentCard;
 use crate::components::log_panel::LogPanel;
-use crate::components::status::{drift_chip, health_chip, permission_reason, sync_chip, tone_chip};
+use crate::components::status::{
+    drift_chip, health_chip, permission_reason, problem_chip, sync_chip, tone_chip,
+};
 use crate::live::{LiveFleet, fetched};
 use crate::pages::config::ConfigTab;
 use crate::pages::metrics::MetricsTab;
@@ -126,6 +134,7 @@ pub fn ServicePage() -> impl IntoView {
     let service = Memo::new(move |_| live.fleet.with(|fleet| fleet.service(&name.get()).cloned()));
     // Only existence rebuilds the page; changes to the summary patch the header in place.
     let exists = Memo::new(move |_| service.with(Option::is_some));
+    let onboarded = Memo::new(move |_| service.with(|s| s.as_ref().is_none_or(is_onboarded)));
     let owner = Signal::derive(move || {
         service.with(|s| s.as_ref().map(|s| s.owner.clone()).unwrap_or_default())
     });
@@ -137,6 +146,10 @@ pub fn ServicePage() -> impl IntoView {
                 {move || match (live.loaded.get(), exists.get()) {
                     (None, _) => Ok(view! { <HeaderSkeleton /> }.into_any()),
                     (Some(Err(error)), _) => Err(error),
+                    (Some(Ok(())), true) if !onboarded.get() => Ok(view! {
+                        <ServiceHeader name />
+                        <NotOnboarded name />
+                    }.into_any()),
                     (Some(Ok(())), true) => Ok(view! {
                         <ServiceHeader name />
                         <div class="service-nav">
@@ -202,6 +215,8 @@ fn ServiceHeader(name: Memo<String>) -> impl IntoView {
                 let repository = format!("https://github.com/{}", service.repository);
                 let depends_on = service.depends_on.clone();
                 let cells = service.environments.clone();
+                let has_file = matches!(service.catalog_state, CatalogState::Found | CatalogState::NotOnboarded);
+                let catalog = catalog_block(&service);
                 view! {
                     <header class="service-head" data-testid="service-header">
                         <h1>{service.name.clone()}</h1>
@@ -211,7 +226,7 @@ fn ServiceHeader(name: Memo<String>) -> impl IntoView {
                             <dt>"Repository"</dt>
                             <dd>
                                 <a href=repository.clone() rel="noreferrer">{service.repository.clone()}</a>
-                                " · "<a href=format!("{repository}/blob/main/catalog-info.yaml") rel="noreferrer">"catalog-info.yaml"</a>
+                                {has_file.then(|| view! { " · "<a href=format!("{repository}/blob/main/catalog-info.yaml") rel="noreferrer">"catalog-info.yaml"</a> })}
                             </dd>
                             <dt>"Template"</dt><dd class="mono">{service.template.clone()}</dd>
                             <dt>"Depends on"</dt>
@@ -238,14 +253,124 @@ fn ServiceHeader(name: Memo<String>) -> impl IntoView {
                                             {sync_chip(cell.sync)}
                                             {health_chip(cell.health)}
                                             {cell.drift.then(drift_chip)}
+                                            {cell.problems.iter().map(|p| problem_chip(*p)).collect_view()}
                                         </span>
                                     }).map(IntoAny::into_any).collect_view().into_any()
                                 }}
                             </dd>
                         </dl>
+                        {catalog}
                     </header>
                 }
             })
+        })
+    }
+}
+
+/// A link from `catalog-info.yaml` only when it goes to a web page: the file is anyone's text, and a
+/// `javascript:` URL in an `href` would run in Tower's origin.
+fn web_url(url: &str) -> Option<String> {
+    let scheme = |prefix: &str| {
+        url.get(..prefix.len())
+            .is_some_and(|p| p.eq_ignore_ascii_case(prefix))
+    };
+    (scheme("https://") || scheme("http://")).then(|| url.to_string())
+}
+
+/// What the repository's `catalog-info.yaml` says (lifecycle, system, on-call, tags, links, the annotations
+/// Tower knows), or that the file is missing and what to do about it.
+fn catalog_block(service: &ServiceSummary) -> AnyView {
+    match (service.catalog_state, &service.catalog) {
+        (CatalogState::Missing, _) => {
+            let new_file = format!(
+                "https://github.com/{}/new/main?filename=catalog-info.yaml",
+                service.repository
+            );
+            view! {
+                <div class="banner tone-warn" data-testid="catalog-missing" role="status">
+                    <span class="glyph" aria-hidden="true">"!"</span>
+                    <p>
+                        {format!(
+                            "{} has no catalog-info.yaml, so Tower knows no lifecycle, system, tags, links or on-call for {}. \
+                             Add one at the repository's root (Backstage's format, with spec.owner group:{}); Tower reads it within minutes. ",
+                            service.repository, service.name, service.owner
+                        )}
+                        <a href=new_file rel="noreferrer" target="_blank">"Create catalog-info.yaml"</a>
+                    </p>
+                </div>
+            }
+            .into_any()
+        }
+        (CatalogState::Unread, _) => view! {
+            <p class="muted small" data-testid="catalog-unread">"The catalog has not been read yet: lifecycle, links and on-call show once it is."</p>
+        }
+        .into_any(),
+        (_, None) => ().into_any(),
+        (_, Some(info)) => {
+            let fact = |label: &'static str, testid: &'static str, value: Option<String>| {
+                value.map(|value| view! { <dt>{label}</dt><dd data-testid=testid>{value}</dd> })
+            };
+            let on_call = info.on_call.clone().map(|a| view! {
+                <dt>"On call"</dt>
+                <dd data-testid="catalog-on-call"><span class="mono">{a.value}</span>" "<span class="muted small">{format!("({})", a.key)}</span></dd>
+            });
+            let tags = (!info.tags.is_empty()).then(|| view! {
+                <dt>"Tags"</dt>
+                <dd>{info.tags.iter().map(|t| view! { <span class="chip" data-testid="catalog-tag">{t.clone()}</span> }).collect_view()}</dd>
+            });
+            let links = (!info.links.is_empty()).then(|| view! {
+                <dt>"Links"</dt>
+                <dd><ul class="inline-list">{info.links.iter().map(|l| match web_url(&l.url) {
+                    Some(url) => view! { <li><a href=url rel="noreferrer" target="_blank" data-testid="catalog-link">{l.title.clone()}</a></li> }.into_any(),
+                    None => view! { <li data-testid="catalog-link-refused">{format!("{} ", l.title)}<span class="mono muted small">{l.url.clone()}</span></li> }.into_any(),
+                }).collect_view()}</ul></dd>
+            });
+            let annotations = (!info.annotations.is_empty()).then(|| view! {
+                <dt>"Annotations"</dt>
+                <dd><ul class="inline-list">{info.annotations.iter().map(|a| view! {
+                    <li data-testid="catalog-annotation" data-key=a.key.clone()><span class="mono muted">{format!("{}: ", a.key)}</span><span class="mono">{a.value.clone()}</span></li>
+                }).collect_view()}</ul></dd>
+            });
+            view! {
+                <section class="catalog" aria-label="Catalog" data-testid="catalog">
+                    <dl class="facts">
+                        {fact("Lifecycle", "catalog-lifecycle", info.lifecycle.clone())}
+                        {fact("System", "catalog-system", info.system.clone())}
+                        {fact("Type", "catalog-kind", info.kind.clone())}
+                        {on_call}
+                        {tags}
+                        {links}
+                        {annotations}
+                    </dl>
+                </section>
+            }
+            .into_any()
+        }
+    }
+}
+
+/// A service the catalog knows that has no Component yet: what that means, and Onboard for those who may.
+#[component]
+fn NotOnboarded(name: Memo<String>) -> impl IntoView {
+    let live = expect_context::<LiveFleet>();
+    let session = expect_context::<Session>();
+    move || {
+        let service = live.fleet.with(|f| f.service(&name.get()).cloned())?;
+        let decision = session.decide(Permission::RunTemplates, Some(&service.owner));
+        let action = if decision.allowed() {
+            view! { <a class="button" href=onboard_href(&service) data-testid="onboard-button">"Onboard"</a> }.into_any()
+        } else {
+            permission_reason(decision).into_any()
+        };
+        Some(view! {
+            <div class="banner tone-progress" data-testid="not-onboarded-notice" role="status">
+                <span class="glyph" aria-hidden="true">"◔"</span>
+                <div>
+                    <p><strong>"In the catalog, not on the platform yet."</strong>" "
+                    {format!("{}'s catalog-info.yaml names {}, but it has no Component, so it runs nowhere. Onboarding opens a pull request adding its Component and a first dev Release.", service.repository, service.name)}</p>
+                    {action}
+                </div>
+            </div>
         })
     }
 }
@@ -335,7 +460,7 @@ fn DeploymentsTab(
             let name = name.get();
             live.cards.with(|updates| {
                 for card in updates.newer_than(&name, seq) {
-                    upsert_card(&mut cards, card.clone());
+                    upsert_card(&mut cards, card);
                 }
             });
             cards
@@ -364,14 +489,28 @@ fn DeploymentsTab(
         })
     });
     let logs: RwSignal<Option<String>> = RwSignal::new(None);
-    // Pending pull requests: fetched with the tab, after a Promote or Rollback, and on the clock's tick so
-    // their CI keeps up (the event stream does not carry pull requests).
+    // Pending pull requests: fetched with the tab, after a Promote or Rollback and after the stream
+    // reconnects; in between, every `pull_request_updated` of this service patches them (its CI, reviews,
+    // merge).
     let refresh = RwSignal::new(0_u32);
-    let pulls = fetched(move || {
+    let answer = fetched(move || {
         let name = name.get();
         refresh.track();
-        live.now.track();
-        async move { api::service_pulls(&name).await }
+        live.resyncs.track();
+        let seq = live.pulls.with_untracked(|p| p.seq());
+        async move { api::service_pulls(&name).await.map(|list| (seq, list)) }
+    });
+    let pulls: Memo<Option<Result<Vec<PullRequestView>, ApiError>>> = Memo::new(move |_| {
+        let answer = answer.get()?;
+        Some(answer.map(|(seq, mut list)| {
+            let name = name.get();
+            live.pulls.with(|updates| {
+                patch_pulls(&mut list, updates, seq, |pr| {
+                    pr.service.as_deref() == Some(name.as_str()) && pr.state == PullState::Open
+                })
+            });
+            list
+        }))
     });
     let pulls: Signal<_> = pulls.into();
 
@@ -497,7 +636,7 @@ fn DatabaseRow(db: DatabaseView, hidden_reason: Option<shared::auth::Decision>) 
     view! {
         <tr data-testid="database-row" data-database=db.name.clone() data-env=db.environment.clone()>
             <th scope="row">
-                <span class="mono">{db.name.clone()}</span>
+                <a class="mono" href=database_path(&db.environment, &db.name) data-testid="database-link">{db.name.clone()}</a>
                 <span class="muted small">{format!(" {} · {}", db.environment, db.size)}</span>
                 {db.endpoint.clone().map(|e| view! { <div class="mono muted small">{e}</div> })}
             </th>
@@ -541,5 +680,32 @@ fn check(check: SchemaCheckView) -> impl IntoView {
             <span class="mono">{check.name.clone()}</span>
             {check.error.map(|e| view! { <pre class="db-error" data-testid="database-error">{e}</pre> })}
         </li>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_catalog_link_becomes_a_link_only_when_it_goes_to_a_web_page() {
+        assert_eq!(
+            web_url("https://docs.acme.example/payments").as_deref(),
+            Some("https://docs.acme.example/payments")
+        );
+        assert!(web_url("HTTP://grafana.acme.example/d/payments").is_some());
+        for refused in [
+            "javascript:alert(document.cookie)",
+            "JavaScript:alert(1)",
+            " javascript:alert(1)",
+            "\u{1}https://evil.example",
+            "data:text/html,<script>alert(1)</script>",
+            "//evil.example",
+            "/services/payments",
+            "https:evil.example",
+            "",
+        ] {
+            assert_eq!(web_url(refused), None, "{refused:?}");
+        }
     }
 }

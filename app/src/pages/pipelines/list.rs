@@ -137,14 +137,9 @@ pub fn RunList(scope: Scope) -> impl IntoView {
             if let Some(service) = scope.service() {
                 filters.service = Some(service);
             }
-            live.runs.with(|updates| {
-                patch(
-                    &mut page.runs,
-                    &updates.newer_than(seq),
-                    &filters,
-                    query.cursor.is_none(),
-                );
-            });
+            let changes = live.runs.with(|updates| updates.newer_than(seq));
+            let changes: Vec<_> = changes.iter().map(|(key, change)| (key, change)).collect();
+            patch(&mut page.runs, &changes, &filters, query.cursor.is_none());
             page
         }))
     });
@@ -232,8 +227,12 @@ fn Filters(
         triggers
     });
     let services = Memo::new(move |_| {
-        live.fleet
-            .with(|f| f.services().map(|s| s.name.clone()).collect::<Vec<_>>())
+        live.fleet.with(|f| {
+            f.services()
+                .filter(|s| shared::fleet::overview::is_onboarded(s))
+                .map(|s| s.name.clone())
+                .collect::<Vec<_>>()
+        })
     });
     let filtered = Memo::new(move |_| {
         query.with(|q| {
