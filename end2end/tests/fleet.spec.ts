@@ -51,6 +51,8 @@ test('filters and search live in the URL and survive a reload', async ({ page })
 
   // Search joins the other filters, and `/` focuses it.
   await page.goto('/?team=payments');
+  // The Overview listens for `/` once it has mounted: wait for its rows before pressing it.
+  await expect(page.getByTestId('service-row').first()).toBeVisible();
   await focusNothing(page);
   await page.keyboard.press('/');
   await expect(page.getByTestId('search')).toBeFocused();
