@@ -139,8 +139,14 @@ impl Inner {
 
     /// One of the demo's developers pushes something.
     pub(super) fn demo_commit(&self, state: &mut State, at: Timestamp) -> anyhow::Result<()> {
-        let service =
-            world::SERVICES[state.rng.range(0, world::SERVICES.len() as u64) as usize].name;
+        // The crash-looping service is left alone: its broken dev pod is the fixture's example of trouble,
+        // and a build rolled out on top of it would quietly heal it minutes into every demo.
+        let pushed: Vec<&str> = world::SERVICES
+            .iter()
+            .map(|plan| plan.name)
+            .filter(|name| *name != crate::fixtures::workloads::CRASH_LOOPING_SERVICE)
+            .collect();
+        let service = pushed[state.rng.range(0, pushed.len() as u64) as usize];
         let base = DEMO_MESSAGES[state.rng.range(0, DEMO_MESSAGES.len() as u64) as usize];
         let green = state.rng.chance(80);
         let breaks = green && state.rng.chance(8);
