@@ -6,20 +6,27 @@
 //! shape of the server's secrets. Secrets are [`SecretString`]s, so `Debug` (and so a log line or a panic
 //! message) shows `[REDACTED]` in their place.
 
+mod cli;
 mod load;
 mod pipelines;
+mod reference;
+mod schema;
 
 use std::collections::BTreeSet;
 
+use schemars::JsonSchema;
 use secrecy::{ExposeSecret as _, SecretString};
 use serde::{Deserialize, Serialize};
 use shared::auth::Permission;
 
-pub use load::{ENV_OVERRIDES, LoadError, load, parse};
+pub use cli::ConfigCommand;
+pub use load::{ENV_ONLY, ENV_OVERRIDES, LoadError, load, parse};
 pub use pipelines::{MAX_HISTORY_PER_SERVICE, PipelinesConfig};
+pub use reference::{REFERENCE_PATH, REGENERATE, SCHEMA_PATH, markdown as reference};
+pub use schema::{json_schema, json_schema_text};
 
 /// The whole configuration file (YAML).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TowerConfig {
     /// Address to listen on, e.g. `127.0.0.1:8080`. Env: `TOWER_LISTEN`.
@@ -58,6 +65,7 @@ pub struct TowerConfig {
     /// (`- name: go-service` / `versions: ["1.4.0", "1.3.2"]`): the Create form offers exactly these, and
     /// onboarding refuses others. Empty (the default) leaves both to the person filling the form.
     #[serde(default)]
+    #[schemars(with = "Vec<schema::Scaffold>")]
     pub scaffolds: Vec<shared::delivery::Scaffold>,
     /// Mimir (or any Prometheus HTTP API) for the Metrics tab; absent, the tab says metrics are not
     /// configured.
@@ -76,7 +84,7 @@ pub struct TowerConfig {
 /// Where the logs of gone pods are read. Tower expects the streams labelled as a log agent on each cluster
 /// labels them: `cluster` (the cluster's `name` in [`TowerConfig::clusters`]), `namespace`, `pod` and
 /// `container`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LokiConfig {
     /// Loki's base URL, e.g. `https://loki.example` (Tower appends `/loki/api/v1/query_range`).
@@ -105,7 +113,7 @@ impl LokiConfig {
 }
 
 /// Where metrics are read, and the labels the fixed queries select a service's series by.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MimirConfig {
     /// The Prometheus API base, e.g. `https://mimir.example/prometheus` (Tower appends `/api/v1/query_range`).
@@ -180,7 +188,7 @@ fn is_label_name(name: &str) -> bool {
 
 /// A Kubernetes resource kind Tower watches by name rather than by a type compiled in (a Crossplane claim or
 /// managed resource kind).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResourceKindConfig {
     /// API group, e.g. `database.acme.example`.
@@ -308,7 +316,7 @@ impl ClusterConfig {
 }
 
 /// One cluster and how to reach it: exactly one of `url`, `context`, `in_cluster`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClusterConfig {
     /// A name for logs and the UI (`management`, `dev`, `prod`).
@@ -325,17 +333,19 @@ pub struct ClusterConfig {
         skip_serializing_if = "Option::is_none",
         with = "secret::optional"
     )]
+    #[schemars(with = "Option<String>", extend("writeOnly" = true))]
     pub token: Option<SecretString>,
     /// A kubeconfig context.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<String>,
     /// Use the pod's service account (Tower runs in this cluster).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[schemars(extend("default" = false))]
     pub in_cluster: bool,
 }
 
 /// An Argo CD instance.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ArgoCdConfig {
     /// A name for logs.
@@ -345,11 +355,12 @@ pub struct ArgoCdConfig {
     /// An API token of an account allowed to read applications and sync. Env: `TOWER_ARGOCD_TOKEN` (first
     /// instance).
     #[serde(with = "secret")]
+    #[schemars(with = "String", extend("writeOnly" = true))]
     pub token: SecretString,
 }
 
 /// GitHub: REST API, App and OAuth app.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GithubConfig {
     /// REST API base, e.g. `https://api.github.com/`.
@@ -362,6 +373,7 @@ pub struct GithubConfig {
     pub client_id: String,
     /// The OAuth app's client secret. Env: `TOWER_GITHUB_CLIENT_SECRET`.
     #[serde(with = "secret")]
+    #[schemars(with = "String", extend("writeOnly" = true))]
     pub client_secret: SecretString,
     /// The GitHub App's id.
     pub app_id: u64,
@@ -369,6 +381,7 @@ pub struct GithubConfig {
     pub installation_id: u64,
     /// The App's private key (PEM). Env: `TOWER_GITHUB_APP_PRIVATE_KEY`.
     #[serde(with = "secret")]
+    #[schemars(with = "String", extend("writeOnly" = true))]
     pub app_private_key: SecretString,
     /// The GitOps repository PRs go to.
     #[serde(default = "default_gitops_repository")]
@@ -387,6 +400,7 @@ pub struct GithubConfig {
         skip_serializing_if = "Option::is_none",
         with = "secret::optional"
     )]
+    #[schemars(with = "Option<String>", extend("writeOnly" = true))]
     pub webhook_secret: Option<SecretString>,
 }
 
@@ -399,7 +413,7 @@ fn default_merged_poll_seconds() -> u64 {
 }
 
 /// Sign-in and permissions.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AuthConfig {
     /// Forge logins with every permission.
@@ -407,6 +421,7 @@ pub struct AuthConfig {
     pub admins: Vec<String>,
     /// What guests may do; absent means the default allowlist.
     #[serde(default)]
+    #[schemars(with = "Option<BTreeSet<schema::PermissionName>>")]
     pub guest_allowlist: Option<BTreeSet<Permission>>,
     /// Hours a session lasts.
     #[serde(default = "default_session_hours")]
@@ -428,7 +443,7 @@ fn default_session_hours() -> u64 {
 }
 
 /// The labels Tower finds platform objects by.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LabelsConfig {
     /// Names the component.

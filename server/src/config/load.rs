@@ -3,6 +3,8 @@
 use std::path::Path;
 
 use secrecy::SecretString;
+use shared::config::schema::check;
+use shared::config::yaml::{self, Node, Position, Value};
 
 use super::{ConfigError, TowerConfig};
 
@@ -45,6 +47,34 @@ pub const ENV_OVERRIDES: [(&str, &str); 6] = [
     ("TOWER_ARGOCD_TOKEN", "argocd[0].token"),
 ];
 
+/// Environment variables Tower reads that no key of the file sets, each with what it does (listed in
+/// `docs/configuration.md`; `TOWER_SESSION_SECRET` is read by `serve::session_key`, the others by the
+/// command line).
+pub const ENV_ONLY: [(&str, &str); 5] = [
+    (
+        "TOWER_CONFIG",
+        "The configuration file, for `tower serve` without `--config`.",
+    ),
+    (
+        "TOWER_SESSION_SECRET",
+        "The key sessions are encrypted with, at least 64 bytes, so sessions survive a restart and work \
+         across replicas. Unset, Tower makes a random one and sessions end with the process. Only the \
+         environment gives it: it has no key in the file.",
+    ),
+    (
+        "TOWER_ASSETS",
+        "The folder with the built SPA (`cargo xtask dist` writes `dist/`, the default).",
+    ),
+    (
+        "TOWER_LOG",
+        "What is logged, as `tracing` filter directives; default `info,tower_http=info,kube=warn`.",
+    ),
+    (
+        "TOWER_LOG_JSON",
+        "`true` logs JSON lines (for log collectors) instead of text.",
+    ),
+];
+
 /// Reads, overrides from `env` and validates the file at `path`.
 pub fn load(path: &Path, env: impl Fn(&str) -> Option<String>) -> Result<TowerConfig, LoadError> {
     let shown = path.display().to_string();
@@ -62,10 +92,7 @@ pub fn parse(
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<TowerConfig, LoadError> {
     let mut config: TowerConfig =
-        serde_saphyr::from_str(text).map_err(|error| LoadError::Parse {
-            path: origin.to_string(),
-            message: error.to_string(),
-        })?;
+        serde_saphyr::from_str(text).map_err(|error| explain(origin, text, error.to_string()))?;
     apply_overrides(&mut config, env);
     let errors = config.validate();
     if errors.is_empty() {
@@ -76,6 +103,60 @@ pub fn parse(
             errors,
         })
     }
+}
+
+/// Why `text` did not deserialize, as completely as can be said: a syntax error with its line and column, or
+/// else every unknown key, wrong type and missing key the schema finds, each with its key, line and column.
+/// Serde stops at the first of these; its `message` is the answer only when the schema finds nothing.
+fn explain(origin: &str, text: &str, message: String) -> LoadError {
+    let path = origin.to_string();
+    let root = match yaml::parse(text) {
+        Err(syntax) => {
+            return LoadError::Parse {
+                path,
+                message: syntax.to_string(),
+            };
+        }
+        Ok(Some(root)) => root,
+        Ok(None) => Node {
+            value: Value::Mapping(Vec::new()),
+            at: Position::START,
+        },
+    };
+    let mut found = Vec::new();
+    check(
+        &root,
+        Position::START,
+        "",
+        super::schema::structural(),
+        &mut found,
+    );
+    if found.is_empty() {
+        return LoadError::Parse { path, message };
+    }
+    let errors = found
+        .into_iter()
+        .map(|diagnostic| {
+            let field = &diagnostic.field;
+            let said = diagnostic
+                .message
+                .strip_prefix(&format!("`{field}` "))
+                .unwrap_or(&diagnostic.message)
+                .replace("this resource has", "the file has");
+            ConfigError {
+                key: if field.is_empty() {
+                    "(top level)".into()
+                } else {
+                    field.clone()
+                },
+                message: format!(
+                    "line {}, column {}: {said}",
+                    diagnostic.line, diagnostic.column
+                ),
+            }
+        })
+        .collect();
+    LoadError::Invalid { path, errors }
 }
 
 /// Applies [`ENV_OVERRIDES`].

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::{ConfigError, error};
 
 /// Where CI runs and how its runs are read.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PipelinesConfig {
     /// The cluster (a `name` in `clusters`) whose `tekton.dev/v1` PipelineRuns and TaskRuns are read; absent,
