@@ -9,6 +9,7 @@ pub mod cards;
 pub mod catalog;
 pub mod code;
 pub mod watch;
+pub mod watched;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, RwLock};

@@ -33,6 +33,7 @@ use self::index::{Change, Filter, Index, is_main, task_states};
 use self::tekton::{Names, PipelineRunObject, RunId, TaskRunObject};
 use crate::config::PipelinesConfig;
 use crate::fleet::watch::SourceHandle;
+use crate::fleet::watched::{Cluster, checked};
 use crate::fleet::{Dirty, FleetModel};
 
 /// Sends one event to every browser.
@@ -116,6 +117,7 @@ impl Pipelines {
                     Api::all_with(client, &tekton::task_runs()),
                 ),
             };
+        let (runs, task_runs) = (checked(Cluster::Ci, runs), checked(Cluster::Ci, task_runs));
         // "Has the label": only the runs of services, not every run on a shared CI cluster.
         let selector = watcher::Config::default().labels(&names.component);
         tokio::spawn(

@@ -21,24 +21,14 @@ pub type PipelineRunObject = Object<Option<RawRunSpec>, RawRunStatus>;
 /// A TaskRun as watched: nothing of its spec, and its status.
 pub type TaskRunObject = Object<Option<NoSpec>, RawTaskRunStatus>;
 
-/// `tekton.dev/v1` `PipelineRun`.
+/// `tekton.dev/v1` `PipelineRun` (from [`crate::fleet::watched::WATCHED`], which the roles are generated from).
 pub fn pipeline_runs() -> ApiResource {
-    tekton("PipelineRun", "pipelineruns")
+    crate::fleet::watched::PIPELINE_RUNS.api_resource()
 }
 
 /// `tekton.dev/v1` `TaskRun`.
 pub fn task_runs() -> ApiResource {
-    tekton("TaskRun", "taskruns")
-}
-
-fn tekton(kind: &str, plural: &str) -> ApiResource {
-    ApiResource {
-        group: "tekton.dev".into(),
-        version: "v1".into(),
-        api_version: "tekton.dev/v1".into(),
-        kind: kind.into(),
-        plural: plural.into(),
-    }
+    crate::fleet::watched::TASK_RUNS.api_resource()
 }
 
 /// The label Tekton puts on a TaskRun naming its PipelineRun.
