@@ -210,6 +210,18 @@ impl Metrics {
         }
     }
 
+    /// Has the real Prometheus scrape Tower's own `/metrics` at `target` (`host:port`), job `tower`. Returns
+    /// `false` in fallback mode, which has no Prometheus to scrape anything.
+    pub fn scrape_tower(&self, target: SocketAddr) -> anyhow::Result<bool> {
+        match self {
+            Self::Prometheus(running) => {
+                running.backend.scrape_tower(&[target.to_string()])?;
+                Ok(true)
+            }
+            Self::Fallback(_) => Ok(false),
+        }
+    }
+
     /// The generator behind every value, for tests comparing answers with it.
     pub fn generator(&self) -> &Generator {
         match self {
@@ -225,6 +237,13 @@ impl Metrics {
             Self::Fallback(_) => (Duration::ZERO, Duration::ZERO),
         }
     }
+}
+
+/// Has the real Prometheus of this process answering at `prometheus_url` (a [`Metrics::base_url`], which is
+/// what the sandbox hands Tower as Mimir's URL) scrape Tower's own `/metrics` at `target` (`host:port`), in
+/// the job `tower`. Returns `false` when no such Prometheus runs here (fallback mode has none).
+pub fn scrape_tower_at(prometheus_url: &str, target: SocketAddr) -> anyhow::Result<bool> {
+    prometheus::scrape_tower_at(prometheus_url, &[target.to_string()])
 }
 
 /// Serves `router` on a fresh loopback port.

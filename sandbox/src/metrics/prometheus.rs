@@ -18,6 +18,32 @@ use crate::supervisor::{Process, Supervisor};
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
 /// How often Prometheus scrapes the live exposition.
 const SCRAPE_INTERVAL: &str = "5s";
+/// How often Prometheus scrapes Tower's own `/metrics` once told where it is ([`PrometheusServer::scrape_tower`]).
+const TOWER_SCRAPE_INTERVAL: &str = "2s";
+/// The file-based service discovery file listing Tower's `/metrics` targets, beside `prometheus.yml`.
+/// Prometheus watches it (inotify, and re-reads it every few seconds), so no reload is needed.
+const TOWER_TARGETS: &str = "tower-targets.json";
+
+/// The folder of every Prometheus running in this process, by its URL, for [`scrape_tower_at`]: the
+/// sandbox hands out the URL (as Mimir's), not the server.
+static RUNNING: std::sync::Mutex<std::collections::BTreeMap<String, PathBuf>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+fn running() -> std::sync::MutexGuard<'static, std::collections::BTreeMap<String, PathBuf>> {
+    RUNNING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// As [`PrometheusServer::scrape_tower`], for the Prometheus of this process answering at `url`; `false`
+/// when there is none.
+pub(super) fn scrape_tower_at(url: &str, targets: &[String]) -> anyhow::Result<bool> {
+    let Some(dir) = running().get(url).cloned() else {
+        return Ok(false);
+    };
+    write_tower_targets(&dir, targets)?;
+    Ok(true)
+}
 
 /// A running Prometheus and the folder holding its config, data and log.
 pub struct PrometheusServer {
@@ -48,10 +74,32 @@ impl PrometheusServer {
     pub fn pid(&self) -> u32 {
         self.process.id()
     }
+
+    /// Has Prometheus scrape Tower's own `/metrics` at each of `targets` (`host:port`) from now on, in the
+    /// job `tower`, replacing the targets given before. Written to a temporary file and renamed over the
+    /// discovery file, so Prometheus never reads half of it.
+    pub fn scrape_tower(&self, targets: &[String]) -> anyhow::Result<()> {
+        write_tower_targets(&self.dir, targets)
+    }
+}
+
+/// Writes `targets` as the `tower` job's file-based discovery list in `dir`.
+fn write_tower_targets(dir: &Path, targets: &[String]) -> anyhow::Result<()> {
+    let list = if targets.is_empty() {
+        serde_json::json!([])
+    } else {
+        serde_json::json!([{ "targets": targets }])
+    };
+    let path = dir.join(TOWER_TARGETS);
+    let partial = dir.join(format!("{TOWER_TARGETS}.partial"));
+    std::fs::write(&partial, list.to_string())
+        .with_context(|| format!("writing {}", partial.display()))?;
+    std::fs::rename(&partial, &path).with_context(|| format!("renaming to {}", path.display()))
 }
 
 impl Drop for PrometheusServer {
     fn drop(&mut self) {
+        running().remove(&self.url);
         // Stopped before its folder goes, so the folder is not being written while it is removed.
         self.process.stop();
         let _ = std::fs::remove_dir_all(&self.dir);
@@ -111,7 +159,13 @@ pub(super) async fn start(
     let backfill = began.elapsed();
 
     let config = dir.join("prometheus.yml");
-    std::fs::write(&config, config_text(scrape_target)).context("writing prometheus.yml")?;
+    // No Tower to scrape yet: the discovery file must exist, empty, until one says where it listens.
+    write_tower_targets(&dir, &[])?;
+    std::fs::write(
+        &config,
+        config_text(scrape_target, &dir.join(TOWER_TARGETS)),
+    )
+    .context("writing prometheus.yml")?;
     let port = free_port().context("finding a free port for Prometheus")?;
     let listen = format!("127.0.0.1:{port}");
     let url = format!("http://{listen}/prometheus");
@@ -149,6 +203,7 @@ pub(super) async fn start(
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    running().insert(url.clone(), dir.clone());
     Ok(PrometheusServer {
         process,
         url,
@@ -169,16 +224,22 @@ fn read_log(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_default()
 }
 
-/// The scrape config: one job on the sandbox's exposition.
+/// The scrape config: one job on the sandbox's exposition, and one on Tower's own `/metrics` at the
+/// targets listed in `tower_targets` (none until Tower listens).
 ///
 /// `honor_labels` keeps the exposition's labels; `job` and `instance` are dropped so live samples
-/// land in the same series as the backfilled history, which has neither.
-fn config_text(target: &str) -> String {
+/// land in the same series as the backfilled history, which has neither. Tower's series keep both, as
+/// a real Prometheus scraping Tower would.
+fn config_text(target: &str, tower_targets: &Path) -> String {
+    // JSON strings are valid YAML double-quoted strings: the path needs no escaping of its own.
+    let tower_targets = serde_json::Value::from(tower_targets.display().to_string());
     format!(
         "global:\n  scrape_interval: {SCRAPE_INTERVAL}\n  evaluation_interval: {SCRAPE_INTERVAL}\n\
          scrape_configs:\n  - job_name: sandbox\n    honor_labels: true\n    metrics_path: /metrics\n    \
          static_configs:\n      - targets: ['{target}']\n    metric_relabel_configs:\n      \
-         - action: labeldrop\n        regex: job|instance\n"
+         - action: labeldrop\n        regex: job|instance\n  \
+         - job_name: tower\n    scrape_interval: {TOWER_SCRAPE_INTERVAL}\n    metrics_path: /metrics\n    \
+         file_sd_configs:\n      - files: [{tower_targets}]\n        refresh_interval: 2s\n"
     )
 }
 

@@ -2,12 +2,13 @@
 //! `shared::api` declares from `ListServices` to `Events`; pod logs are `routes::logs`').
 
 use std::convert::Infallible;
+use std::time::Duration;
 
-use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use futures::Stream;
 use serde::Deserialize;
 use shared::api::{
@@ -23,7 +24,7 @@ use tokio::sync::broadcast::error::RecvError;
 
 use crate::auth::CurrentUser;
 use crate::error::{Error, Result};
-use crate::routes::{ApiRoutes, READY_WAIT, ready};
+use crate::routes::{ApiRoutes, READY_WAIT, Serving, ready};
 use crate::state::AppState;
 use crate::upstream::argocd::ArgoCdError;
 
@@ -158,23 +159,41 @@ async fn sync(
     }))
 }
 
+/// How long a browser waits before reconnecting to a Tower that is stopping: by then the listener has
+/// stopped, and the load balancer sends the new connection to a replica that runs (or to this one restarted).
+pub const RECONNECT_AFTER: Duration = Duration::from_secs(3);
+
 /// One Server-Sent-Events stream per browser: a snapshot first, then deltas. A browser that falls too far
-/// behind gets a new snapshot rather than a gap.
+/// behind gets a new snapshot rather than a gap. When Tower stops, the stream ends cleanly after a `retry:`
+/// hint, so the browser reconnects (and gets a fresh snapshot) rather than seeing a broken connection.
 async fn events(
     State(state): State<AppState>,
+    Extension(serving): Extension<Serving>,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let mut deltas = state.fleet.subscribe();
     let fleet = state.fleet.clone();
+    let client = serving.telemetry.sse_client();
+    let shutdown = serving.shutdown;
     let stream = async_stream::stream! {
-        if fleet.wait_until_ready(READY_WAIT).await {
+        // Counted in `tower_sse_clients` for as long as the stream lives.
+        let _client = client;
+        let ready = shutdown.unless_requested(fleet.wait_until_ready(READY_WAIT)).await;
+        if ready == Some(true) {
             yield Ok(fleet_event(&fleet.snapshot()));
         }
         loop {
-            match deltas.recv().await {
-                Ok(delta) => yield Ok(fleet_event(&delta)),
-                Err(RecvError::Lagged(_)) => yield Ok(fleet_event(&fleet.snapshot())),
-                Err(RecvError::Closed) => break,
+            let next = shutdown.unless_requested(deltas.recv()).await;
+            match next {
+                None => break,
+                Some(Ok(delta)) => yield Ok(fleet_event(&delta)),
+                Some(Err(RecvError::Lagged(_))) => yield Ok(fleet_event(&fleet.snapshot())),
+                Some(Err(RecvError::Closed)) => break,
             }
+        }
+        if shutdown.is_requested() {
+            yield Ok(Event::default()
+                .retry(RECONNECT_AFTER)
+                .comment("Tower is stopping; reconnect"));
         }
     };
     Sse::new(stream).keep_alive(KeepAlive::default())

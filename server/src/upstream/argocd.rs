@@ -66,6 +66,14 @@ impl ArgoCd {
     /// Asks Argo CD to sync `application` to its target revision; `force` replaces what cannot be patched.
     /// Returns Argo CD's message.
     pub async fn sync(&self, application: &str, force: bool) -> Result<String, ArgoCdError> {
+        // The one request Tower sends Argo CD: counted in Tower's own metrics by outcome.
+        crate::telemetry::counted(
+            crate::telemetry::Upstream::ArgoCd,
+            self.sync_uncounted(application, force).await,
+        )
+    }
+
+    async fn sync_uncounted(&self, application: &str, force: bool) -> Result<String, ArgoCdError> {
         let body = json!({
             "prune": false,
             "dryRun": false,

@@ -25,6 +25,7 @@ use tokio::sync::Mutex;
 
 use crate::sinks::PathPart::{GitPath, Segment};
 use crate::sinks::{PathPart, api_path, with_query};
+use crate::telemetry::{Outcome, Upstream, counted, upstream_request};
 
 /// How long before an installation token expires it is replaced.
 pub const REFRESH_BEFORE: Duration = Duration::from_secs(5 * 60);
@@ -139,6 +140,14 @@ pub enum Conditional<T> {
     },
 }
 
+/// Counts a request that failed before any answer; one that was answered is counted by what it answered.
+fn counted_error<T, E>(result: Result<T, E>) -> Result<T, E> {
+    if result.is_err() {
+        upstream_request(Upstream::Github, Outcome::Error);
+    }
+    result
+}
+
 /// The App's installation client; cheap to clone (clones share the token cache).
 #[derive(Clone)]
 pub struct GithubApp {
@@ -243,8 +252,9 @@ impl GithubApp {
         }
         let app = client_with(&self.inner.api_url, self.app_jwt()?)?;
         self.count_sent();
-        let minted: AccessToken = app
-            .post(
+        let minted: AccessToken = counted(
+            Upstream::Github,
+            app.post(
                 api_path([
                     Segment("app"),
                     Segment("installations"),
@@ -253,7 +263,8 @@ impl GithubApp {
                 ]),
                 None::<&()>,
             )
-            .await?;
+            .await,
+        )?;
         let expires_at: jiff::Timestamp = minted
             .expires_at
             .parse()
@@ -270,13 +281,19 @@ impl GithubApp {
     async fn get<T: serde::de::DeserializeOwned>(&self, route: String) -> Result<T> {
         let client = self.client().await?;
         self.count_sent();
-        Ok(client.get(route, None::<&()>).await?)
+        Ok(counted(
+            Upstream::Github,
+            client.get(route, None::<&()>).await,
+        )?)
     }
 
     async fn post<T: serde::de::DeserializeOwned>(&self, route: String, body: &Value) -> Result<T> {
         let client = self.client().await?;
         self.count_sent();
-        Ok(client.post(route, Some(body)).await?)
+        Ok(counted(
+            Upstream::Github,
+            client.post(route, Some(body)).await,
+        )?)
     }
 
     async fn patch<T: serde::de::DeserializeOwned>(
@@ -286,7 +303,10 @@ impl GithubApp {
     ) -> Result<T> {
         let client = self.client().await?;
         self.count_sent();
-        Ok(client.patch(route, Some(body)).await?)
+        Ok(counted(
+            Upstream::Github,
+            client.patch(route, Some(body)).await,
+        )?)
     }
 
     /// `GET route` (relative to the API base) with `If-None-Match: etag` when one is given: `NotModified`
@@ -302,14 +322,19 @@ impl GithubApp {
             headers.insert(http::header::IF_NONE_MATCH, value);
         }
         self.count_sent();
-        let response = client
-            ._get_with_headers(route.to_string(), Some(headers))
-            .await?;
+        let response = counted_error(
+            client
+                ._get_with_headers(route.to_string(), Some(headers))
+                .await,
+        )?;
+        // The one read whose headers octocrab hands back: GitHub's remaining budget is read here.
+        crate::telemetry::github_rate_limit(response.headers());
         if response.status() == http::StatusCode::NOT_MODIFIED {
             self.inner.not_modified.fetch_add(1, Ordering::Relaxed);
+            upstream_request(Upstream::Github, Outcome::NotModified);
             return Ok(Conditional::NotModified);
         }
-        let response = octocrab::map_github_error(response).await?;
+        let response = counted(Upstream::Github, octocrab::map_github_error(response).await)?;
         let etag = response
             .headers()
             .get(http::header::ETAG)

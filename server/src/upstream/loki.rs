@@ -216,7 +216,19 @@ impl Loki {
         self.get("series", &params).await
     }
 
+    /// The one way a request reaches Loki: counted in Tower's own metrics by outcome.
     async fn get<T: serde::de::DeserializeOwned>(
+        &self,
+        endpoint: &str,
+        params: &[(&str, String)],
+    ) -> Result<T> {
+        crate::telemetry::counted(
+            crate::telemetry::Upstream::Loki,
+            self.get_uncounted(endpoint, params).await,
+        )
+    }
+
+    async fn get_uncounted<T: serde::de::DeserializeOwned>(
         &self,
         endpoint: &str,
         params: &[(&str, String)],

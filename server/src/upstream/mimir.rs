@@ -191,7 +191,19 @@ impl Mimir {
         }
     }
 
+    /// The one way a request reaches Mimir: counted in Tower's own metrics by outcome.
     async fn get(&self, endpoint: &str, params: &[(&str, String)]) -> Result<Data, MimirError> {
+        crate::telemetry::counted(
+            crate::telemetry::Upstream::Mimir,
+            self.get_uncounted(endpoint, params).await,
+        )
+    }
+
+    async fn get_uncounted(
+        &self,
+        endpoint: &str,
+        params: &[(&str, String)],
+    ) -> Result<Data, MimirError> {
         let url =
             crate::sinks::upstream_url(&self.base, PROMETHEUS_API.into_iter().chain([endpoint]))?;
         let mut request = self.http.get(url).query(params);

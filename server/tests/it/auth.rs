@@ -563,6 +563,8 @@ fn no_route_is_registered_around_the_permission_declaring_builder() {
             "self.router = self.router.route(route.relative_path(), guarded);",
         ),
         ("routes.rs", ".route(\"/healthz\", get(healthz))"),
+        ("routes.rs", ".route(\"/readyz\", get(readyz))"),
+        ("routes.rs", ".route(\"/metrics\", get(metrics))"),
         (
             "session.rs",
             ".route(\"/auth/github/start\", get(github_start))",

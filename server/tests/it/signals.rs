@@ -29,6 +29,91 @@ fn sigint_stops_tower_sandbox_with_status_0_and_nothing_left() {
     assert_clean_stop(Tower::sandbox(), Signal::INT, "tower sandbox");
 }
 
+#[test]
+fn sigterm_fails_readiness_first_and_ends_the_event_stream_with_a_retry_hint() {
+    let mut tower = Tower::serve_sandbox();
+    let listen = tower.listen.clone().unwrap();
+    let deadline = Instant::now() + STARTUP;
+    while http_status(&listen, "/readyz") != Some(200) {
+        assert!(Instant::now() < deadline, "never ready");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // A guest's browser on the event stream, past its snapshot.
+    let cookie = guest_cookie(&listen);
+    let mut events = std::net::TcpStream::connect(&listen).unwrap();
+    events
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    write!(
+        events,
+        "GET /api/v1/events HTTP/1.1\r\nHost: {listen}\r\nAccept: text/event-stream\r\nCookie: {cookie}\r\n\r\n"
+    )
+    .unwrap();
+    let mut seen = Vec::new();
+    let mut buffer = [0u8; 64 * 1024];
+    while !String::from_utf8_lossy(&seen).contains("event: fleet") {
+        let read = events.read(&mut buffer).expect("a snapshot");
+        assert!(read > 0, "the stream ended before its snapshot");
+        seen.extend_from_slice(&buffer[..read]);
+    }
+    assert!(String::from_utf8_lossy(&seen).starts_with("HTTP/1.1 200"));
+
+    let pid = Pid::from_raw(i32::try_from(tower.pid()).unwrap()).unwrap();
+    kill_process(pid, Signal::TERM).unwrap();
+    // Not ready from the signal on, while the listener still answers.
+    let deadline = Instant::now() + Duration::from_secs(1);
+    let mut readiness = http_status(&listen, "/readyz");
+    while readiness == Some(200) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+        readiness = http_status(&listen, "/readyz");
+    }
+    assert_eq!(readiness, Some(503), "readiness fails first");
+    // The stream ends cleanly (the last chunk, then the end) after the reconnect hint.
+    let mut rest = Vec::new();
+    events
+        .read_to_end(&mut rest)
+        .expect("the stream ends, not breaks");
+    seen.extend_from_slice(&rest);
+    let text = String::from_utf8_lossy(&seen);
+    assert!(text.contains("retry: 3000"), "{text}");
+    assert!(
+        text.ends_with("0\r\n\r\n"),
+        "a clean end of the chunked body: {text:?}"
+    );
+    let status = tower.wait_for_exit();
+    assert_eq!(status.code(), Some(0), "{status}");
+    tower.assert_nothing_left();
+}
+
+/// A guest session's cookie from `POST /api/v1/session/guest`.
+fn guest_cookie(addr: &str) -> String {
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(
+        stream,
+        "POST /api/v1/session/guest HTTP/1.0\r\nHost: {addr}\r\nx-tower-csrf: 1\r\nContent-Length: 0\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    response
+        .lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("set-cookie").then(|| {
+                value
+                    .trim()
+                    .split(';')
+                    .next()
+                    .unwrap_or_default()
+                    .to_string()
+            })
+        })
+        .unwrap_or_else(|| panic!("no session cookie: {response}"))
+}
+
 /// Sends `signal` to a running `tower` and checks it stopped cleanly: status 0, none of its children left,
 /// nothing left in its `TMPDIR`.
 fn assert_clean_stop(mut tower: Tower, signal: Signal, what: &str) {
@@ -58,6 +143,8 @@ struct Tower {
     tmp: tempfile::TempDir,
     /// What `tower sandbox` writes into `tmp` besides the sandbox's root; allowed to stay.
     config: Option<PathBuf>,
+    /// Where `tower serve` listens.
+    listen: Option<String>,
 }
 
 impl Tower {
@@ -84,6 +171,8 @@ impl Tower {
         let log: serde_json::Value = serde_json::from_str(&line).unwrap();
         let listen = log["fields"]["listen"].as_str().unwrap().to_owned();
         assert_eq!(http_status(&listen, "/healthz"), Some(200), "{listen}");
+        let mut tower = tower;
+        tower.listen = Some(listen);
         tower
     }
 
@@ -124,6 +213,7 @@ impl Tower {
             lines,
             tmp,
             config,
+            listen: None,
         }
     }
 
@@ -171,6 +261,11 @@ impl Tower {
     fn signal_and_wait(&mut self, signal: Signal) -> ExitStatus {
         let pid = Pid::from_raw(i32::try_from(self.pid()).unwrap()).unwrap();
         kill_process(pid, signal).unwrap();
+        self.wait_for_exit()
+    }
+
+    /// Waits for Tower to exit, at most [`STOP`].
+    fn wait_for_exit(&mut self) -> ExitStatus {
         let deadline = Instant::now() + STOP;
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
@@ -178,7 +273,7 @@ impl Tower {
             }
             if Instant::now() > deadline {
                 let _ = self.child.kill();
-                panic!("tower did not stop within {STOP:?} of {signal:?}");
+                panic!("tower did not stop within {STOP:?} of the signal");
             }
             std::thread::sleep(Duration::from_millis(50));
         }
