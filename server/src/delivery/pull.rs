@@ -15,6 +15,8 @@
 //! When the branch exists with exactly this commit (a retry, or asking twice), steps 5–6 are replaced by a
 //! read of that commit and nothing is pushed; when an open pull request exists, step 8 becomes an update
 //! (only if its text changed) and step 9 is skipped when the labels are there.
+//! Two replicas (or requests) racing on one intent: the forge refuses the second branch and the second pull
+//! request with 422, and the loser reads again and reuses the winner's (`server/tests/it/replicas.rs`).
 
 use futures::StreamExt as _;
 use shared::delivery::{
@@ -106,41 +108,47 @@ pub async fn submit(
         )));
     }
     let message = format!("{}\n\nRequested in Tower by @{requested_by}.", change.title);
-    match github
-        .branch_sha(&repo, &branch)
-        .await
-        .map_err(forge("reading the branch"))?
-    {
-        Some(existing) => {
-            let commit = github
-                .git_commit(&repo, &existing)
+    // Another replica (or request) submitting the same intent may create the branch between our read and our
+    // push; the forge refuses the second creation (422), and the loser reads the branch again as existing.
+    let mut raced = false;
+    loop {
+        let Some(existing) = github
+            .branch_sha(&repo, &branch)
+            .await
+            .map_err(forge("reading the branch"))?
+        else {
+            let sha = github
+                .create_commit(&repo, &message, &tree, &main)
                 .await
-                .map_err(forge("reading the branch"))?;
-            let same = commit.tree.sha == tree
-                && commit.parents.len() == 1
-                && commit.parents.first().is_some_and(|p| p.sha == main);
-            if !same {
-                // Main moved or the change did: one fresh commit on main replaces the branch's.
-                let sha = github
-                    .create_commit(&repo, &message, &tree, &main)
-                    .await
-                    .map_err(forge("committing the files"))?;
-                github
-                    .move_branch(&repo, &branch, &sha)
-                    .await
-                    .map_err(forge("updating the branch"))?;
+                .map_err(forge("committing the files"))?;
+            match github.create_branch(&repo, &branch, &sha).await {
+                Err(error) if error.status() == Some(422) && !raced => {
+                    raced = true;
+                    continue;
+                }
+                created => created.map_err(forge("creating the branch"))?,
             }
-        }
-        None => {
+            break;
+        };
+        let commit = github
+            .git_commit(&repo, &existing)
+            .await
+            .map_err(forge("reading the branch"))?;
+        let same = commit.tree.sha == tree
+            && commit.parents.len() == 1
+            && commit.parents.first().is_some_and(|p| p.sha == main);
+        if !same {
+            // Main moved or the change did: one fresh commit on main replaces the branch's.
             let sha = github
                 .create_commit(&repo, &message, &tree, &main)
                 .await
                 .map_err(forge("committing the files"))?;
             github
-                .create_branch(&repo, &branch, &sha)
+                .move_branch(&repo, &branch, &sha)
                 .await
-                .map_err(forge("creating the branch"))?;
+                .map_err(forge("updating the branch"))?;
         }
+        break;
     }
     // From here on the branch exists: a failure says so, and a retry picks up from it.
     let incomplete = |step: &'static str| {
@@ -151,27 +159,42 @@ pub async fn submit(
             source: Box::new(source),
         }
     };
-    let open = github
-        .list_pulls(&repo, "open", Some(&branch), 10, 1)
-        .await
-        .map_err(incomplete("looking for its pull request"))?;
-    let existing = open.into_iter().find(|p| p.head.reference == branch);
-    let reused = existing.is_some();
-    let pull = match existing {
-        Some(pull)
-            if pull.title == change.title
-                && pull.body.as_deref().unwrap_or_default() == change.body =>
-        {
-            pull
-        }
-        Some(pull) => github
-            .update_pull(&repo, pull.number, &change.title, &change.body)
+    // As with the branch: when another replica opened the pull request since we looked (422 "A pull request
+    // already exists"), look again and reuse it.
+    let mut raced = false;
+    let (pull, reused) = loop {
+        let open = github
+            .list_pulls(&repo, "open", Some(&branch), 10, 1)
             .await
-            .map_err(incomplete("updating its pull request"))?,
-        None => github
-            .create_pull(&repo, &branch, BASE_BRANCH, &change.title, &change.body)
-            .await
-            .map_err(incomplete("opening its pull request"))?,
+            .map_err(incomplete("looking for its pull request"))?;
+        break match open.into_iter().find(|p| p.head.reference == branch) {
+            Some(pull)
+                if pull.title == change.title
+                    && pull.body.as_deref().unwrap_or_default() == change.body =>
+            {
+                (pull, true)
+            }
+            Some(pull) => (
+                github
+                    .update_pull(&repo, pull.number, &change.title, &change.body)
+                    .await
+                    .map_err(incomplete("updating its pull request"))?,
+                true,
+            ),
+            None => match github
+                .create_pull(&repo, &branch, BASE_BRANCH, &change.title, &change.body)
+                .await
+            {
+                Err(error) if error.status() == Some(422) && !raced => {
+                    raced = true;
+                    continue;
+                }
+                created => (
+                    created.map_err(incomplete("opening its pull request"))?,
+                    false,
+                ),
+            },
+        };
     };
     let labels = change.intent.labels();
     let mut have: Vec<String> = pull.labels.iter().map(|l| l.name.clone()).collect();
@@ -187,6 +210,7 @@ pub async fn submit(
         }
     }
     tracing::info!(target: "audit", user = requested_by, branch = %branch, number = pull.number, reused, "pull request proposed");
+    crate::telemetry::pull_request_proposed(reused);
     let mut view = view(&pull, Vec::new(), Vec::new(), reused);
     view.labels = have;
     // The list shows it at once; its checks and reviews follow from the forge's events (or a re-read).
