@@ -19,4 +19,5 @@ pub mod shutdown;
 pub mod sinks;
 pub mod slo;
 pub mod state;
+pub mod telemetry;
 pub mod upstream;

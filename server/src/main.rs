@@ -23,6 +23,9 @@ struct Cli {
 enum Command {
     /// Serve the API and the SPA.
     Serve(server::serve::ServeArgs),
+    /// Check a configuration file, or print its JSON Schema.
+    #[command(subcommand)]
+    Config(server::config::ConfigCommand),
     /// Run the offline sandbox platform on its own, or act on a running one.
     #[cfg(feature = "sandbox")]
     Sandbox(server::sandbox_cli::SandboxArgs),
@@ -53,6 +56,12 @@ async fn main() -> anyhow::Result<()> {
     let shutdown = server::shutdown::Shutdown::listen()?;
     match cli.command {
         Command::Serve(args) => server::serve::serve(args, shutdown).await,
+        Command::Config(command) => {
+            if !command.run() {
+                std::process::exit(1);
+            }
+            Ok(())
+        }
         #[cfg(feature = "sandbox")]
         Command::Sandbox(args) => server::sandbox_cli::run(args, shutdown).await,
         #[cfg(not(feature = "sandbox"))]

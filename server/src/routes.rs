@@ -1,4 +1,5 @@
-//! The HTTP surface: the JSON API under `/api/v1`, the event stream, sign-in, the SPA, and `/healthz`.
+//! The HTTP surface: the JSON API under `/api/v1`, the event stream, sign-in, the SPA, `/healthz` (liveness),
+//! `/readyz` (readiness) and `/metrics` (Tower's own telemetry, see [`crate::telemetry`]).
 //!
 //! Every API route is served through [`ApiRoutes`] by its endpoint type from [`shared::api`], which
 //! declares its method, path and access; the guard enforces that access. A route added to the API any
@@ -17,14 +18,14 @@ pub mod slo;
 pub mod spa;
 pub mod webhooks;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use axum::Router;
-use axum::extract::{RawPathParams, Request, State};
-use axum::http::{HeaderValue, Method, header};
+use axum::extract::{MatchedPath, RawPathParams, Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, get};
+use axum::{Extension, Json, Router};
 use axum_extra::extract::PrivateCookieJar;
 use shared::api::{self, Access, Endpoint, Route};
 use shared::auth::{Decision, Identity, Permission};
@@ -32,7 +33,19 @@ use tower_http::trace::TraceLayer;
 
 use crate::auth::CurrentUser;
 use crate::error::Error;
+use crate::shutdown::Shutdown;
 use crate::state::AppState;
+use crate::telemetry::Telemetry;
+
+/// What a serving router hands every request beside the state: the stop (readiness, writes, the event
+/// stream) and the metrics. Handlers read it as an `Extension`.
+#[derive(Debug, Clone)]
+pub struct Serving {
+    /// Requested on SIGTERM; writes hold it while they run.
+    pub shutdown: Shutdown,
+    /// This server's metrics.
+    pub telemetry: Telemetry,
+}
 
 /// Marks a response that went through a route guard.
 #[derive(Clone, Copy)]
@@ -102,15 +115,37 @@ pub fn api(state: &AppState) -> ApiRoutes {
     delivery::routes(api)
 }
 
-/// The whole application, without a socket, so tests can call it with `oneshot`.
+/// The whole application, without a socket, so tests can call it with `oneshot`; it is never stopped, and its
+/// metrics have no per-watch series.
 pub fn router(state: AppState) -> Router {
     let (api, _) = api(&state).finish();
     router_with_api(state, api)
 }
 
+/// The application as `tower serve` runs it: stopped by `shutdown`, counted in `telemetry`.
+pub fn serving(state: AppState, shutdown: Shutdown, telemetry: Telemetry) -> Router {
+    let (api, _) = api(&state).finish();
+    assemble(
+        state,
+        api,
+        Serving {
+            shutdown,
+            telemetry,
+        },
+    )
+}
+
 /// The application around a given API router; tests use it to show what happens to a route added without
 /// declaring its access.
 pub fn router_with_api(state: AppState, api: Router<AppState>) -> Router {
+    let serving = Serving {
+        shutdown: Shutdown::manual().1,
+        telemetry: Telemetry::new(&state, None),
+    };
+    assemble(state, api, serving)
+}
+
+fn assemble(state: AppState, api: Router<AppState>, serving: Serving) -> Router {
     let api = Router::new()
         .nest("/v1", api)
         .fallback(api_not_found)
@@ -119,12 +154,130 @@ pub fn router_with_api(state: AppState, api: Router<AppState>) -> Router {
         .nest("/api", api)
         .merge(session::browser_routes())
         .merge(spa::routes(&state.assets))
+        .route_layer(middleware::from_fn(keep_matched_path))
         .layer(middleware::from_fn_with_state(state.clone(), csrf))
+        .layer(middleware::from_fn(record_request))
         .layer(TraceLayer::new_for_http())
         .layer(middleware::from_fn(security_headers))
-        // After the trace layer, so liveness probes stay out of the traces.
+        // After the trace and metrics layers, so probes and scrapes stay out of the traces and the counts.
         .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .layer(Extension(serving))
         .with_state(state)
+}
+
+/// Hands the matched route template to [`record_request`], which runs outside routing and so cannot see it.
+async fn keep_matched_path(request: Request, next: Next) -> Response {
+    let matched = request.extensions().get::<MatchedPath>().cloned();
+    let mut response = next.run(request).await;
+    if let Some(matched) = matched {
+        response.extensions_mut().insert(matched);
+    }
+    response
+}
+
+/// Counts every request by method, route template and status, and times it. The label is the template
+/// (`/api/v1/services/{name}`), never the path, so a crawler cannot grow the series without bound.
+async fn record_request(
+    Extension(serving): Extension<Serving>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let method = match *request.method() {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::HEAD => "HEAD",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::OPTIONS => "OPTIONS",
+        _ => "other",
+    };
+    let started = Instant::now();
+    let response = next.run(request).await;
+    let route = response
+        .extensions()
+        .get::<MatchedPath>()
+        .map(MatchedPath::as_str)
+        // A nested router's fallback is matched as a private catch-all: it matched nothing of ours.
+        .filter(|route| !route.contains("__private__"))
+        .unwrap_or("unmatched");
+    serving
+        .telemetry
+        .observe(method, route, response.status().as_u16(), started.elapsed());
+    response
+}
+
+/// Readiness: 503 until the fleet's first picture is complete (every cluster's watches have listed once or
+/// been found unreachable), 200 after, and 503 again from the moment a stop is requested, so a load balancer
+/// stops sending requests before the listener closes. `/healthz` is liveness and stays 200 throughout.
+async fn readyz(State(state): State<AppState>, Extension(serving): Extension<Serving>) -> Response {
+    if serving.shutdown.is_requested() {
+        return (StatusCode::SERVICE_UNAVAILABLE, "stopping\n").into_response();
+    }
+    if state.fleet.wait_until_ready(Duration::ZERO).await {
+        (StatusCode::OK, "ready\n").into_response()
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "starting: the fleet's first picture is not complete yet\n",
+        )
+            .into_response()
+    }
+}
+
+/// Tower's own metrics in Prometheus' text format. Public on the same listener: restrict it with a
+/// NetworkPolicy in production (see ARCHITECTURE.md).
+async fn metrics(Extension(serving): Extension<Serving>) -> Response {
+    match serving.telemetry.encode() {
+        Ok(text) => (
+            [(header::CONTENT_TYPE, crate::telemetry::CONTENT_TYPE)],
+            text,
+        )
+            .into_response(),
+        Err(error) => {
+            Error::Internal(anyhow::anyhow!("encoding the metrics: {error}")).into_response()
+        }
+    }
+}
+
+/// What a write asked for after a stop began gets: nothing was started, and a retry reaches a Tower that runs.
+fn stopping() -> Response {
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        [(header::RETRY_AFTER, "5")],
+        Json(shared::ApiError::new(
+            shared::ErrorCode::Unavailable,
+            "Tower is restarting, so this change was not started and nothing was written. Try again in a \
+             moment.",
+        )),
+    )
+        .into_response()
+}
+
+/// Runs a write to its end under a [`crate::shutdown::Hold`]: on its own task, so neither a browser that
+/// goes away nor a stop that stops waiting cuts it in half, and a stop waits for it. After a stop began, the
+/// write is not started at all.
+async fn run_write(request: Request, next: Next) -> Response {
+    let hold = match request.extensions().get::<Serving>() {
+        Some(serving) => match serving.shutdown.hold() {
+            Some(hold) => Some(hold),
+            None => return stopping(),
+        },
+        None => None,
+    };
+    let write = tokio::spawn(async move {
+        let response = next.run(request).await;
+        drop(hold);
+        response
+    });
+    match write.await {
+        Ok(response) => response,
+        Err(error) => {
+            Error::Internal(anyhow::anyhow!("a write's task failed: {error}")).into_response()
+        }
+    }
 }
 
 /// Enforces a route's declared access, audits writes and rate-limits them.
@@ -168,6 +321,7 @@ async fn guard(
         Ok(()) if route.writes() && state.write_limiter.check_key(&login.to_string()).is_err() => {
             Error::TooManyRequests.into_response()
         }
+        Ok(()) if route.writes() => run_write(request, next).await,
         Ok(()) => next.run(request).await,
         Err(error) => error.into_response(),
     };

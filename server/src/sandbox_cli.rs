@@ -82,6 +82,36 @@ pub async fn embedded(
     Ok((sandbox, config))
 }
 
+/// Has the sandbox's real Prometheus (when it runs one) scrape the `/metrics` of a Tower listening on
+/// `listen`, as a production Prometheus would scrape Tower.
+pub fn scrape_tower(sandbox: &sandbox::Sandbox, listen: SocketAddr) {
+    let Some(prometheus) = sandbox.metrics_url() else {
+        return;
+    };
+    let host = if listen.ip().is_unspecified() {
+        std::net::IpAddr::from([127, 0, 0, 1])
+    } else {
+        listen.ip()
+    };
+    let target = SocketAddr::new(host, listen.port());
+    match sandbox::metrics::scrape_tower_at(&prometheus, target) {
+        Ok(true) => {
+            tracing::info!(%target, %prometheus, "the sandbox's Prometheus scrapes Tower's /metrics");
+        }
+        Ok(false) => {
+            tracing::info!(
+                "the sandbox runs no Prometheus (not installed): nothing scrapes Tower's /metrics"
+            );
+        }
+        Err(error) => {
+            tracing::warn!(
+                error = format!("{error:#}"),
+                "could not point the sandbox's Prometheus at Tower"
+            );
+        }
+    }
+}
+
 /// Points `sandbox`'s forge webhooks at a Tower listening on `listen`, signed with the secret `config` gives
 /// Tower (the demo secret [`tower_config`] writes), as a GitHub App's webhook URL and secret would be set.
 pub fn deliver_webhooks(sandbox: &sandbox::Sandbox, config: &TowerConfig, listen: SocketAddr) {

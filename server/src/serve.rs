@@ -20,9 +20,10 @@ use crate::fleet::catalog::{self, Catalog, Refresh};
 use crate::fleet::code::CodeCache;
 use crate::fleet::{FleetModel, watch};
 use crate::pipelines::Pipelines;
-use crate::routes::router;
-use crate::shutdown::{GRACE, Shutdown};
+use crate::routes::serving;
+use crate::shutdown::{GRACE, Shutdown, WRITES_GET};
 use crate::state::{AppState, write_limiter};
+use crate::telemetry::Telemetry;
 use crate::upstream;
 use crate::upstream::argocd::ArgoCd;
 use crate::upstream::github::GithubApp;
@@ -37,9 +38,10 @@ pub struct ServeArgs {
     /// Address to listen on (overrides the file's `listen`).
     #[arg(long)]
     pub listen: Option<SocketAddr>,
-    /// Folder with the built SPA (`cargo xtask dist` writes `dist/`).
-    #[arg(long, env = "TOWER_ASSETS", default_value = "dist")]
-    pub assets: PathBuf,
+    /// Folder with the built SPA (`cargo xtask dist` writes `dist/`), served from disk. Without it: the SPA
+    /// compiled into this binary (builds with the `embed-spa` feature, as the container image's), else `dist`.
+    #[arg(long, env = "TOWER_ASSETS")]
+    pub assets: Option<PathBuf>,
     /// Run against the embedded sandbox platform instead of real clusters (in builds with the `sandbox`
     /// feature, the default).
     #[arg(long)]
@@ -73,11 +75,13 @@ async fn embedded_sandbox(_args: &ServeArgs) -> anyhow::Result<(Embedded, TowerC
     anyhow::bail!(NO_SANDBOX)
 }
 
-/// Points the embedded sandbox's webhooks at Tower once Tower listens at `listen`.
+/// Points the embedded sandbox's webhooks, and its Prometheus' scrapes, at Tower once Tower listens at
+/// `listen`.
 #[cfg(feature = "sandbox")]
 fn deliver_webhooks(sandbox: &Option<Embedded>, config: &TowerConfig, listen: SocketAddr) {
     if let Some(sandbox) = sandbox {
         crate::sandbox_cli::deliver_webhooks(sandbox, config, listen);
+        crate::sandbox_cli::scrape_tower(sandbox, listen);
     }
 }
 
@@ -111,14 +115,20 @@ pub async fn serve(args: ServeArgs, shutdown: Shutdown) -> anyhow::Result<()> {
         }
     }
     let webhook_config = config.clone();
-    run(config, args.assets, args.sandbox, shutdown, |listen| {
+    let assets = args
+        .assets
+        .clone()
+        .unwrap_or_else(crate::routes::spa::default_assets);
+    run(config, assets, args.sandbox, shutdown, |listen| {
         deliver_webhooks(&sandbox, &webhook_config, listen)
     })
     .await
 }
 
-/// Serves `config` until `shutdown`, then gives requests in flight [`GRACE`] to finish. `listening` is told
-/// the address bound (with port 0, the only way to learn the port).
+/// Serves `config` until `shutdown`. On a stop, `/readyz` answers 503 at once, new writes are refused, the
+/// event streams close with a reconnect hint; [`crate::shutdown::UNREADY_FOR`] later the listener stops, requests in flight get
+/// [`GRACE`] to finish, and writes in flight (which run to completion on their own) up to [`WRITES_GET`] more.
+/// `listening` is told the address bound (with port 0, the only way to learn the port).
 pub async fn run(
     config: TowerConfig,
     assets: PathBuf,
@@ -127,16 +137,14 @@ pub async fn run(
     listening: impl FnOnce(SocketAddr),
 ) -> anyhow::Result<()> {
     let listen: SocketAddr = config.listen.parse().context("listen")?;
-    let Some(state) = shutdown
-        .unless_requested(build_state(&config, assets, sandbox))
+    let Some(built) = shutdown
+        .unless_requested(build(&config, assets, sandbox))
         .await
     else {
         return Ok(());
     };
-    let state = state?;
-    if !state.assets.join("index.html").exists() {
-        tracing::warn!(assets = %state.assets.display(), "no index.html here: run `cargo xtask dist` to build the SPA");
-    }
+    let (state, sources) = built?;
+    crate::routes::spa::warn_if_missing(&state.assets);
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .with_context(|| format!("binding {listen}"))?;
@@ -144,17 +152,38 @@ pub async fn run(
     let listen = listener.local_addr().context("listener address")?;
     tracing::info!(%listen, public_url = %config.public_url, "Tower is listening");
     listening(listen);
+    serve_on(listener, state, Some(sources), shutdown).await
+}
+
+/// Serves `state` on `listener` until `shutdown`, stopping as [`run`] says; `watches` adds every watch's
+/// state to the metrics. Tests call it with a state of their own.
+pub async fn serve_on(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    watches: Option<watch::Sources>,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
+    let telemetry = Telemetry::new(&state, watches);
+    let app = serving(state, shutdown.clone(), telemetry);
     let stop = shutdown.clone();
-    let server = axum::serve(listener, router(state))
-        .with_graceful_shutdown(async move { stop.requested().await })
+    let server = axum::serve(listener, app)
+        .with_graceful_shutdown(async move { stop.stop_listening().await })
         .into_future();
-    tokio::select! {
+    let served = tokio::select! {
         served = server => served.context("serving HTTP"),
         () = shutdown.grace_over() => {
             tracing::warn!(grace = ?GRACE, "requests still open after the grace period; stopping anyway");
             Ok(())
         }
+    };
+    // A write holds the stop until it has finished, so no pull request is left half-written.
+    if tokio::time::timeout(WRITES_GET, shutdown.writes_done())
+        .await
+        .is_err()
+    {
+        tracing::error!(limit = ?WRITES_GET, "a write is still in flight; stopping anyway");
     }
+    served
 }
 
 /// Connects the upstreams named in `config` and starts the watch caches.
@@ -163,6 +192,15 @@ pub async fn build_state(
     assets: PathBuf,
     sandbox: bool,
 ) -> anyhow::Result<AppState> {
+    Ok(build(config, assets, sandbox).await?.0)
+}
+
+/// As [`build_state`], with the watch caches' sources for Tower's own metrics.
+async fn build(
+    config: &TowerConfig,
+    assets: PathBuf,
+    sandbox: bool,
+) -> anyhow::Result<(AppState, watch::Sources)> {
     let management = config
         .management()
         .context("clusters: no management cluster")?;
@@ -246,6 +284,7 @@ pub async fn build_state(
         config.labels.component.clone(),
         sources.handle(&ci_cluster),
     );
+    let watches = sources.clone();
     let fleet = FleetModel::start(
         stores,
         config.labels.clone(),
@@ -336,7 +375,7 @@ pub async fn build_state(
         )),
         None => None,
     };
-    Ok(AppState {
+    let state = AppState {
         metrics,
         slos,
         fleet,
@@ -351,7 +390,8 @@ pub async fn build_state(
         platform_settings: std::sync::Arc::new(crate::config_view::PlatformSettings::from_config(
             config,
         )),
-    })
+    };
+    Ok((state, watches))
 }
 
 /// A Kubernetes client for one configured cluster.

@@ -2,7 +2,9 @@
 
 mod bench;
 mod dist;
+mod image;
 mod leftovers;
+mod manifests;
 mod memory;
 mod run;
 mod test;
@@ -39,6 +41,16 @@ enum Command {
     /// Measure what the issues set targets for: service list latency and throughput at scale (default),
     /// or the sandbox's memory over ten minutes (`bench sandbox-memory`).
     Bench(bench::BenchArgs),
+    /// Build the container image: dist/, a static musl `tower` with the SPA embedded, an OCI archive FROM
+    /// scratch at target/image/tower.oci.tar (buildah); `--smoke` then runs the archive's binary.
+    Image(image::ImageArgs),
+    /// Regenerate the roles in deploy/kubernetes/ from the kinds Tower watches, then validate every manifest
+    /// there against Kubernetes' schemas (`--check`: validate only).
+    Manifests {
+        /// Only validate; leave the files as they are.
+        #[arg(long)]
+        check: bool,
+    },
     /// Format check, clippy (native and wasm32), tests, then the Playwright suite.
     Test {
         /// Skip the SPA build and the browser tests.
@@ -51,8 +63,10 @@ fn main() -> ExitCode {
     let result: Result<()> = match Cli::parse().command {
         Command::Dist { index_html } => dist::dist(index_html.as_deref()),
         Command::Run { args } => run::run(&args),
+        Command::Manifests { check } => manifests::manifests(check),
         Command::Test { skip_e2e } => test::test(skip_e2e),
         Command::Bench(args) => bench::bench(&args),
+        Command::Image(args) => image::image(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

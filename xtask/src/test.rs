@@ -135,6 +135,10 @@ fn run_steps(
             Box::new(server_without_sandbox),
         ),
         ("cargo test", Box::new(cargo_test)),
+        (
+            "kubernetes manifests",
+            Box::new(|| crate::manifests::validate().map(|()| Counts::default())),
+        ),
     ];
     if !skip_e2e {
         steps.push((
@@ -149,6 +153,16 @@ fn run_steps(
             Box::new(|| cargo_step(&["test", "--workspace", "--no-run"])),
         ));
         steps.push(("playwright", Box::new(playwright)));
+        steps.push((
+            "image and its smoke test",
+            // From the dist/ built above; skipped without buildah or musl-gcc, except on CI.
+            Box::new(|| {
+                crate::image::test_step().map(|ran| Counts {
+                    skipped: u64::from(!ran),
+                    ..Counts::default()
+                })
+            }),
+        ));
     }
 
     let total = steps.len();

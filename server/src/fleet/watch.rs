@@ -20,6 +20,7 @@ use shared::fleet::{FleetEvent, SourceState, SourceStatus};
 use tokio::sync::{broadcast, mpsc};
 
 use super::cards::CLAIM_NAMESPACE_LABEL;
+use super::watched::{self, Cluster, checked};
 use super::{Dirty, Stores, WorkloadStores};
 
 /// Argo CD's namespace on the management cluster, where its cluster secrets live.
@@ -111,28 +112,28 @@ pub fn start(
     let m = &clusters.management;
     let stores = Stores {
         components: spawn(
-            Api::<Component>::all(m.clone()),
+            checked(Cluster::Management, Api::<Component>::all(m.clone())),
             (),
             management.clone(),
             dirty_tx.clone(),
             |c: &Component| Some(c.name_any()),
         ),
         releases: spawn(
-            Api::<Release>::all(m.clone()),
+            checked(Cluster::Management, Api::<Release>::all(m.clone())),
             (),
             management.clone(),
             dirty_tx.clone(),
             |r: &Release| Some(r.spec.component.clone()),
         ),
         databases: spawn(
-            Api::<Database>::all(m.clone()),
+            checked(Cluster::Management, Api::<Database>::all(m.clone())),
             (),
             management.clone(),
             dirty_tx.clone(),
             |d: &Database| Some(d.spec.name.clone()),
         ),
         schemas: spawn(
-            Api::<DatabaseSchema>::all(m.clone()),
+            checked(Cluster::Management, Api::<DatabaseSchema>::all(m.clone())),
             (),
             management.clone(),
             dirty_tx.clone(),
@@ -144,9 +145,9 @@ pub fn start(
             },
         ),
         applications: {
-            let ar = argo_resource("argoproj.io", "v1alpha1", "Application", "applications");
+            let ar = watched::APPLICATIONS.api_resource();
             spawn(
-                Api::<DynamicObject>::all_with(m.clone(), &ar),
+                checked(Cluster::Management, Api::all_with(m.clone(), &ar)),
                 ar,
                 management.clone(),
                 dirty_tx.clone(),
@@ -154,15 +155,10 @@ pub fn start(
             )
         },
         application_sets: {
-            let ar = argo_resource(
-                "argoproj.io",
-                "v1alpha1",
-                "ApplicationSet",
-                "applicationsets",
-            );
+            let ar = watched::APPLICATION_SETS.api_resource();
             // No service is marked: the `/config` page reads the store when asked.
             spawn(
-                Api::<DynamicObject>::all_with(m.clone(), &ar),
+                checked(Cluster::Management, Api::all_with(m.clone(), &ar)),
                 ar,
                 management.clone(),
                 dirty_tx.clone(),
@@ -171,7 +167,10 @@ pub fn start(
         },
         // Metadata only (`PartialObjectMetadata`): the clusters' labels, never their credentials.
         cluster_secrets: spawn_with(
-            Api::<PartialObjectMeta<Secret>>::namespaced(m.clone(), ARGOCD_NAMESPACE),
+            checked(
+                Cluster::Management,
+                Api::<PartialObjectMeta<Secret>>::namespaced(m.clone(), ARGOCD_NAMESPACE),
+            ),
             (),
             watcher::Config::default().labels(&format!("{CLUSTER_SECRET_LABEL}=cluster")),
             |_| {},
@@ -180,14 +179,9 @@ pub fn start(
             |_: &PartialObjectMeta<Secret>| None,
         ),
         slos: {
-            let ar = argo_resource(
-                "pyrra.dev",
-                "v1alpha1",
-                "ServiceLevelObjective",
-                "servicelevelobjectives",
-            );
+            let ar = watched::SERVICE_LEVEL_OBJECTIVES.api_resource();
             spawn(
-                Api::<DynamicObject>::all_with(m.clone(), &ar),
+                checked(Cluster::Management, Api::all_with(m.clone(), &ar)),
                 ar,
                 management.clone(),
                 dirty_tx.clone(),
@@ -200,6 +194,7 @@ pub fn start(
             .map(|(environment, cluster, client)| {
                 let source = sources.register(cluster, Some(environment.clone()));
                 spawn_recovery_probe(source.clone(), client.clone());
+                // Rollouts and ExternalSecrets (from `watched::WATCHED`) and the configured Crossplane kinds.
                 let dynamic = |ar: ApiResource| {
                     spawn(
                         Api::<DynamicObject>::all_with(client.clone(), &ar),
@@ -211,7 +206,7 @@ pub fn start(
                 };
                 // Created first: the events and composed watches map each object to a service through it.
                 let namespaces = spawn_with(
-                    Api::<Namespace>::all(client.clone()),
+                    checked(Cluster::Workload, Api::<Namespace>::all(client.clone())),
                     (),
                     watcher::Config::default(),
                     trim_namespace,
@@ -223,7 +218,7 @@ pub fn start(
                 let stores = WorkloadStores {
                     cluster: cluster.clone(),
                     deployments: spawn_with(
-                        Api::<Deployment>::all(client.clone()),
+                        checked(Cluster::Workload, Api::<Deployment>::all(client.clone())),
                         (),
                         watcher::Config::default(),
                         trim_deployment,
@@ -232,7 +227,7 @@ pub fn start(
                         by_label(label.clone()),
                     ),
                     events: spawn_with(
-                        Api::<Event>::all(client.clone()),
+                        checked(Cluster::Workload, Api::<Event>::all(client.clone())),
                         (),
                         // Cards show only warnings; Normal events are most of a cluster's events and
                         // would cost memory and recomputes for nothing.
@@ -251,24 +246,14 @@ pub fn start(
                     ),
                     namespaces: namespaces.clone(),
                     pods: spawn(
-                        Api::<Pod>::all(client.clone()),
+                        checked(Cluster::Workload, Api::<Pod>::all(client.clone())),
                         (),
                         source.clone(),
                         dirty_tx.clone(),
                         by_label(label.clone()),
                     ),
-                    rollouts: dynamic(argo_resource(
-                        "argoproj.io",
-                        "v1alpha1",
-                        "Rollout",
-                        "rollouts",
-                    )),
-                    secrets: dynamic(argo_resource(
-                        "external-secrets.io",
-                        "v1",
-                        "ExternalSecret",
-                        "externalsecrets",
-                    )),
+                    rollouts: dynamic(watched::ROLLOUTS.api_resource()),
+                    secrets: dynamic(watched::EXTERNAL_SECRETS.api_resource()),
                     claims: clusters
                         .claim_kinds
                         .iter()
@@ -411,9 +396,10 @@ where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Clone + Eq + Hash + Send + Sync + 'static,
 {
+    let kind = K::kind(&dyntype).to_string();
     let writer = reflector::store::Writer::new(dyntype);
     let reader = writer.as_reader();
-    let watch_id = source.add_watch();
+    let watch_id = source.add_watch_of(&kind);
     let stream = watcher(api, config)
         .default_backoff()
         // Nobody reads managed fields, and they are a large share of each object.
@@ -487,6 +473,8 @@ struct ClusterState {
     environment: Option<String>,
     /// Each watch's state, by id.
     watches: Vec<SourceState>,
+    /// Each watch's kind, by id (for Tower's own metrics).
+    kinds: Vec<String>,
 }
 
 #[derive(Default)]
@@ -554,6 +542,7 @@ impl Sources {
             ClusterState {
                 environment,
                 watches: Vec::new(),
+                kinds: Vec::new(),
             },
         );
         SourceHandle {
@@ -591,6 +580,21 @@ impl Sources {
                 cluster: cluster.clone(),
                 environment: state.environment.clone(),
                 state: roll_up(&state.watches),
+            })
+            .collect()
+    }
+
+    /// Every watch's state by cluster and kind, for Tower's own metrics (read when scraped).
+    pub fn watch_states(&self) -> Vec<(String, String, SourceState)> {
+        let inner = self.lock();
+        inner
+            .clusters
+            .iter()
+            .flat_map(|(cluster, state)| {
+                state.watches.iter().enumerate().map(|(id, watch)| {
+                    let kind = state.kinds.get(id).map_or("other", String::as_str);
+                    (cluster.clone(), kind.to_string(), watch.clone())
+                })
             })
             .collect()
     }
@@ -651,11 +655,17 @@ impl SourceHandle {
     /// Adds a watch to the cluster's roll-up; returns its id for [`SourceHandle::healthy`] and
     /// [`SourceHandle::failed`].
     pub(crate) fn add_watch(&self) -> usize {
+        self.add_watch_of("other")
+    }
+
+    /// As [`SourceHandle::add_watch`], naming the watched kind for Tower's own metrics.
+    pub(crate) fn add_watch_of(&self, kind: &str) -> usize {
         let mut inner = self.sources.lock();
         let Some(entry) = inner.clusters.get_mut(&self.cluster) else {
             return usize::MAX;
         };
         entry.watches.push(SourceState::Syncing);
+        entry.kinds.push(kind.to_string());
         entry.watches.len() - 1
     }
 

@@ -4,18 +4,22 @@
 mod auth;
 mod catalog;
 mod config;
+mod config_check;
 mod databases;
 mod delivery;
 mod fleet;
 mod logs;
+mod manifests;
 mod metrics;
 mod pipelines;
+mod replicas;
 mod secrets;
 #[cfg(target_os = "linux")]
 mod signals;
 mod sinks;
 mod slo;
 mod spa;
+mod telemetry;
 mod webhooks;
 
 use std::time::Duration;
