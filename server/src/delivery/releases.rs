@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
-use shared::crd::Release;
+use shared::crd::{DatabaseSchema, Release};
 use shared::delivery::{
     BASE_BRANCH, FileChange, RELEASES_PAGE, ReleaseDetail, ReleasePage, ReleaseRecord, ReviewState,
     ReviewView, release_path,
@@ -219,8 +219,14 @@ impl ReleaseHistory {
         Ok(by_head)
     }
 
-    /// The version the Release at each (path, commit) names, read once per commit.
-    async fn versions(&self, caches: &mut Caches, wanted: &[(String, String)]) {
+    /// The version the file at each (path, commit) names (a Release, or a DatabaseSchema: `version_in`
+    /// reads it), read once per commit.
+    async fn versions(
+        &self,
+        caches: &mut Caches,
+        wanted: &[(String, String)],
+        version_in: fn(&str) -> Option<String>,
+    ) {
         let missing: Vec<(String, String)> = wanted
             .iter()
             .filter(|key| !caches.versions.contains_key(*key))
@@ -231,14 +237,10 @@ impl ReleaseHistory {
             .map(|(path, sha)| async move {
                 self.count(|c| c.files += 1);
                 let result = match self.github.file(&self.repository, &path, &sha).await {
-                    Ok(Some(text)) => Some(
-                        serde_saphyr::from_str::<Release>(&text)
-                            .ok()
-                            .map(|r| r.spec.version),
-                    ),
+                    Ok(Some(text)) => Some(version_in(&text)),
                     Ok(None) => Some(None),
                     Err(error) => {
-                        tracing::warn!(%error, %sha, "could not read a Release file");
+                        tracing::warn!(%error, %sha, %path, "could not read a platform file");
                         None
                     }
                 };
@@ -321,6 +323,38 @@ impl ReleaseHistory {
                 caches.files.insert(sha, files);
             }
         }
+    }
+
+    /// The commits on main that changed the DatabaseSchema at `path`, newest first, each with the version
+    /// the file names after it and the pull request that brought it. The same caches as the release
+    /// records: while main stays where it was, a database's page costs no forge call.
+    pub async fn schema_history(&self, path: &str) -> Result<Vec<PathCommit>> {
+        let mut caches = self.caches.lock().await;
+        let head = self.head(&mut caches).await?;
+        self.refresh(&mut caches, path, &head).await?;
+        let commits: Vec<CommitSummary> = caches
+            .paths
+            .get(path)
+            .map(|h| h.commits.clone())
+            .unwrap_or_default();
+        if commits.is_empty() {
+            return Ok(Vec::new());
+        }
+        let pulls = self.pulls(&mut caches, &head).await?;
+        let keys: Vec<VersionKey> = commits
+            .iter()
+            .map(|commit| (path.to_string(), commit.sha.clone()))
+            .collect();
+        self.versions(&mut caches, &keys, schema_version).await;
+        Ok(commits
+            .into_iter()
+            .zip(keys)
+            .map(|(commit, key)| PathCommit {
+                version: caches.versions.get(&key).cloned().flatten(),
+                pr_number: pr_number(&commit, pulls.get(&commit.sha).map(|p| p.0)),
+                commit,
+            })
+            .collect())
     }
 
     /// Page of records for `service` (every service when `None`) in `environment`, after `cursor` (a
@@ -408,7 +442,7 @@ impl ReleaseHistory {
             .iter()
             .map(|(commit, file, _)| (file.clone(), commit.sha.clone()))
             .collect();
-        self.versions(&mut caches, &keys).await;
+        self.versions(&mut caches, &keys, release_version).await;
         let numbers: Vec<u64> = chosen
             .iter()
             .filter_map(|(commit, _, _)| pr_number(commit, pulls.get(&commit.sha).map(|p| p.0)))
@@ -462,8 +496,12 @@ impl ReleaseHistory {
         });
         let version = match &release {
             Some((path, _, _)) => {
-                self.versions(&mut caches, &[(path.clone(), commit.summary.sha.clone())])
-                    .await;
+                self.versions(
+                    &mut caches,
+                    &[(path.clone(), commit.summary.sha.clone())],
+                    release_version,
+                )
+                .await;
                 caches
                     .versions
                     .get(&(path.clone(), commit.summary.sha.clone()))
@@ -546,6 +584,31 @@ impl ReleaseHistory {
     }
 }
 
+/// The version a Release file names.
+fn release_version(text: &str) -> Option<String> {
+    serde_saphyr::from_str::<Release>(text)
+        .ok()
+        .map(|release| release.spec.version)
+}
+
+/// The version a DatabaseSchema file names.
+fn schema_version(text: &str) -> Option<String> {
+    serde_saphyr::from_str::<DatabaseSchema>(text)
+        .ok()
+        .map(|schema| schema.spec.version)
+}
+
+/// One commit of main that changed a file.
+#[derive(Debug, Clone)]
+pub struct PathCommit {
+    /// The commit.
+    pub commit: CommitSummary,
+    /// The version the file names after it (`None`: gone, or unreadable there).
+    pub version: Option<String>,
+    /// The pull request that brought it.
+    pub pr_number: Option<u64>,
+}
+
 /// The environment and service of a Release file's path (`platform/environments/<env>/<svc>-release.yaml`).
 fn release_of(path: &str) -> Option<(String, String)> {
     let rest = path.strip_prefix("platform/environments/")?;
@@ -585,5 +648,41 @@ fn record(
         message: view.message,
         approvals: Vec::new(),
         service: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn commit(message: &str) -> CommitSummary {
+        serde_json::from_value(serde_json::json!({
+            "sha": "9eab3241", "commit": {"message": message, "author": {"name": "ada", "date": "2026-12-01T10:00:00Z"}}
+        }))
+        .expect("a commit as GitHub lists it")
+    }
+
+    #[test]
+    fn a_commit_is_brought_by_the_pull_request_with_its_head_else_the_one_its_merge_message_names()
+    {
+        let merge = commit("Merge pull request #12 from acme/tower/schema/payments/prod\n\nBody");
+        assert_eq!(pr_number(&merge, None), Some(12));
+        assert_eq!(
+            pr_number(&merge, Some(14)),
+            Some(14),
+            "the head's pull request wins"
+        );
+        assert_eq!(
+            pr_number(&commit("Publish payments schema 0003"), None),
+            None
+        );
+    }
+
+    #[test]
+    fn versions_are_read_from_each_kind_of_platform_file() {
+        let schema = "apiVersion: platform.tower.dev/v1alpha1\nkind: DatabaseSchema\nmetadata: {name: payments-prod}\nspec: {database: payments, environment: prod, version: \"0004\", migrations: []}\n";
+        assert_eq!(schema_version(schema).as_deref(), Some("0004"));
+        assert_eq!(release_version(schema), None, "a schema is not a Release");
+        assert_eq!(schema_version("not: [yaml"), None);
     }
 }
