@@ -3,10 +3,10 @@ import { defineConfig } from '@playwright/test';
 import * as path from 'node:path';
 
 const repo = path.resolve(__dirname, '..');
-const towerPort = Number(process.env.TOWER_E2E_PORT ?? 18080);
-const sandboxPort = Number(process.env.TOWER_E2E_SANDBOX_PORT ?? 18181);
-const towerBin = process.env.TOWER_BIN ?? path.join(repo, 'target/debug/tower');
-const assets = process.env.TOWER_ASSETS ?? path.join(repo, 'dist');
+export const towerPort = Number(process.env.TOWER_E2E_PORT ?? 18080);
+export const sandboxPort = Number(process.env.TOWER_E2E_SANDBOX_PORT ?? 18181);
+export const towerBin = process.env.TOWER_BIN ?? path.join(repo, 'target/debug/tower');
+export const assets = process.env.TOWER_ASSETS ?? path.join(repo, 'dist');
 
 export const sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
 

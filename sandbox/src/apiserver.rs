@@ -10,6 +10,7 @@
 //! with Kubernetes wire shapes: lists, watches with history and `410 Expired`, selectors, paging,
 //! patches, discovery and pod logs.
 
+mod control;
 mod discovery;
 mod error;
 mod http;
@@ -184,5 +185,11 @@ impl Clusters {
     /// All HTTP routes, each cluster under `/clusters/{name}/…`.
     pub fn router(&self) -> axum::Router {
         http::router(self.clone())
+    }
+
+    /// The sandbox's control routes: `POST /sandbox/clusters/{name}/reachable` with `{"reachable": false}`
+    /// takes a cluster down (as [`ClusterStore::set_reachable`]), `true` brings it back.
+    pub fn control_router(&self) -> axum::Router {
+        control::router(self.clone())
     }
 }

@@ -6,12 +6,16 @@
 //! `status.operationState.phase = Running`): moving it on to `Succeeded` is the simulator's job, as it
 //! is the application controller's in a real install.
 //!
+//! Several instances may share the management cluster, each holding the Applications that deploy to its
+//! clusters ([`Scope`]): an instance answers for another's Application as Argo CD answers for one it does
+//! not have, 404.
+//!
 //! Errors use Argo CD's grpc-gateway body, `{"error", "code", "message"}`, with the gRPC code mapped
 //! to HTTP the way grpc-gateway maps it.
 
 mod tree;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -69,6 +73,36 @@ pub struct SyncRequestRecord {
     pub at: jiff::Timestamp,
 }
 
+/// Which Applications an Argo CD instance holds, by the cluster they deploy to (`spec.destination.name`,
+/// else their environment label, as [`tree`] reads it).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Scope {
+    /// Every Application on the management cluster: the one Argo CD of the platform.
+    #[default]
+    Everything,
+    /// Only Applications deploying to one of these clusters.
+    Only(BTreeSet<String>),
+    /// Every Application but those deploying to one of these clusters, which other instances hold.
+    AllBut(BTreeSet<String>),
+}
+
+impl Scope {
+    /// Whether an instance with this scope holds `app`.
+    pub fn holds(&self, app: &Value) -> bool {
+        self.deploys_to(tree::destination(app).cluster.as_deref())
+    }
+
+    /// Whether an instance with this scope deploys to `cluster` (`None`: a destination nobody can tell,
+    /// which only an instance serving everything else holds).
+    pub fn deploys_to(&self, cluster: Option<&str>) -> bool {
+        match self {
+            Self::Everything => true,
+            Self::Only(clusters) => cluster.is_some_and(|c| clusters.contains(c)),
+            Self::AllBut(clusters) => cluster.is_none_or(|c| !clusters.contains(c)),
+        }
+    }
+}
+
 /// The fake Argo CD; cheap to clone, every clone sharing state.
 #[derive(Clone)]
 pub struct ArgoCd {
@@ -80,6 +114,8 @@ struct Inner {
     management: ClusterStore,
     /// Destination clusters by Argo CD cluster name (`dev`, `prod`).
     destinations: BTreeMap<String, ClusterStore>,
+    /// The Applications this instance holds; the others do not exist for it.
+    scope: Scope,
     /// The one bearer token accepted.
     token: String,
     /// Every HTTP request received, authorised or not.
@@ -97,10 +133,21 @@ impl ArgoCd {
         destinations: BTreeMap<String, ClusterStore>,
         token: impl Into<String>,
     ) -> Self {
+        Self::scoped(management, destinations, token, Scope::Everything)
+    }
+
+    /// An Argo CD like [`ArgoCd::new`] that only serves and syncs the Applications `scope` holds.
+    pub fn scoped(
+        management: ClusterStore,
+        destinations: BTreeMap<String, ClusterStore>,
+        token: impl Into<String>,
+        scope: Scope,
+    ) -> Self {
         Self {
             inner: Arc::new(Inner {
                 management,
                 destinations,
+                scope,
                 token: token.into(),
                 requests: AtomicU64::new(0),
                 syncs: Mutex::new(VecDeque::new()),
@@ -146,7 +193,18 @@ impl ArgoCd {
         self.inner
             .management
             .get(API_VERSION, KIND, Some(namespace), name)
+            .filter(|app| self.inner.scope.holds(app))
             .ok_or_else(|| not_found(name))
+    }
+
+    /// A predicate for the Applications `query` selects among those this instance holds.
+    fn selection(
+        &self,
+        query: &AppQuery,
+    ) -> Result<impl Fn(&Value) -> bool + Send + Sync + use<>, ArgoError> {
+        let selected = query.matcher()?;
+        let scope = self.inner.scope.clone();
+        Ok(move |app: &Value| scope.holds(app) && selected(app))
     }
 }
 
@@ -319,7 +377,7 @@ async fn list(
     Query(pairs): Query<Vec<(String, String)>>,
 ) -> Result<Json<Value>, ArgoError> {
     let query = AppQuery::from_pairs(pairs);
-    let selected = query.matcher()?;
+    let selected = argo.selection(&query)?;
     let management = &argo.inner.management;
     let resource_version = management.current_resource_version();
     let items: Vec<Value> = management
@@ -528,7 +586,7 @@ async fn stream(
     Query(pairs): Query<Vec<(String, String)>>,
 ) -> Result<impl IntoResponse, ArgoError> {
     let query = AppQuery::from_pairs(pairs);
-    let selected = query.matcher()?;
+    let selected = argo.selection(&query)?;
     let management = argo.inner.management.clone();
     // Watch before listing so no change falls between the two; a duplicate MODIFIED is harmless.
     let changes = management.watch(API_VERSION, KIND)?;

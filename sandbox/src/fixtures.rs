@@ -1,6 +1,7 @@
-//! A believable platform in the three sandbox clusters: eight services owned by three teams, running in dev
-//! and prod, with the situations a portal must show (a crash loop, a stale secret, a database behind the
-//! code, a Crossplane composition error, failed and skipped CI tasks, an out-of-sync Application).
+//! A believable platform in the sandbox's clusters: eight services owned by three teams, running in dev
+//! and prod (on every prod cluster alike when prod spans several, see [`crate::topology`]), with the
+//! situations a portal must show (a crash loop, a stale secret, a database behind the code, a Crossplane
+//! composition error, failed and skipped CI tasks, an out-of-sync Application).
 //!
 //! Every object is built by a pure function of the plan ([`crate::world`]), the service histories and a base
 //! time, so the simulator can rebuild any of them as the world moves on. Shapes follow the upstream CRDs and
@@ -31,9 +32,10 @@ use jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 
 use crate::apiserver::{ClusterStore, Clusters, ResourceType};
+use crate::topology::{MANAGEMENT, Topology, WorkloadCluster};
 use crate::world::{
-    self, ARGOCD_NAMESPACE, CI_NAMESPACE, Commit, DAY, ENVIRONMENTS, Histories, MINUTE,
-    PLATFORM_NAMESPACE, ServicePlan, Timeline,
+    self, ARGOCD_NAMESPACE, CI_NAMESPACE, Commit, DAY, Histories, MINUTE, PLATFORM_NAMESPACE,
+    ServicePlan, Timeline,
 };
 
 /// Every kind the fixtures use beyond the apiserver's built-in core and apps types, at the version the
@@ -144,44 +146,67 @@ fn custom(group: &str, version: &str, kind: &str, plural: &str, namespaced: bool
     }
 }
 
-/// Seeds all three clusters with objects that look minutes to days old as of now.
+/// Seeds the management cluster and one workload cluster per environment with objects that look minutes to
+/// days old as of now.
 pub fn seed(clusters: &Clusters, histories: &Histories) -> anyhow::Result<()> {
     // Whole seconds, as Kubernetes writes timestamps.
     let now = Timestamp::now();
     let base = Timestamp::from_second(now.as_second()).unwrap_or(now);
-    seed_at(clusters, histories, base)
+    seed_at(clusters, &Topology::default(), histories, base)
 }
 
-/// Seeds all three clusters with objects whose timestamps are relative to `base`.
-pub fn seed_at(clusters: &Clusters, histories: &Histories, base: Timestamp) -> anyhow::Result<()> {
+/// Seeds the management cluster and every workload cluster of `topology` with objects whose timestamps are
+/// relative to `base`. Every cluster of an environment gets that environment's workloads: two prod
+/// clusters run the same services at the same commits, each deployed by its own Application.
+pub fn seed_at(
+    clusters: &Clusters,
+    topology: &Topology,
+    histories: &Histories,
+    base: Timestamp,
+) -> anyhow::Result<()> {
     let management = clusters
-        .cluster("management")
+        .cluster(MANAGEMENT)
         .context("the management cluster is always defined")?;
-    apply_all(&management, management_objects(histories, base))
-        .context("seeding the management cluster")?;
+    apply_all(
+        &management,
+        management_objects_for(topology, histories, base),
+    )
+    .context("seeding the management cluster")?;
     management.set_log_generator(tekton::step_logs::generator(tekton::long_log_run(
         histories,
     )));
-    for environment in ENVIRONMENTS {
+    for workload in topology.workload_clusters() {
+        let name = &workload.name;
         let cluster = clusters
-            .cluster(environment)
-            .with_context(|| format!("the {environment} cluster is always defined"))?;
-        apply_all(&cluster, workload_objects(environment, histories, base))
-            .with_context(|| format!("seeding the {environment} cluster"))?;
-        workloads::seed_logs(&cluster, environment, histories, base);
+            .cluster(name)
+            .with_context(|| format!("the {name} cluster is defined by the topology"))?;
+        apply_all(&cluster, workload_objects_on(workload, histories, base))
+            .with_context(|| format!("seeding the {name} cluster"))?;
+        workloads::seed_logs(&cluster, workload.environment, histories, base);
     }
     Ok(())
 }
 
-/// Everything on the management cluster, owners before what they own.
+/// Everything on the management cluster of a world with one workload cluster per environment, owners
+/// before what they own.
 pub fn management_objects(histories: &Histories, base: Timestamp) -> Vec<Value> {
+    management_objects_for(&Topology::default(), histories, base)
+}
+
+/// Everything on the management cluster of a world with `topology`'s workload clusters (their Argo CD
+/// cluster secrets and one Application per service and cluster), owners before what they own.
+pub fn management_objects_for(
+    topology: &Topology,
+    histories: &Histories,
+    base: Timestamp,
+) -> Vec<Value> {
     let mut objects: Vec<Value> = [PLATFORM_NAMESPACE, ARGOCD_NAMESPACE, CI_NAMESPACE]
         .into_iter()
         .map(|name| workloads::namespace(name, None, base))
         .collect();
     objects.extend(platform::objects(histories, base));
     objects.extend(slo::objects(base));
-    objects.extend(argocd::objects(histories, base));
+    objects.extend(argocd::objects_for(topology, histories, base));
     objects.extend(tekton::objects(histories, base));
     objects
 }
@@ -202,6 +227,98 @@ pub fn workload_objects(environment: &str, histories: &Histories, base: Timestam
         objects.extend(crossplane::objects(plan, environment, base));
     }
     objects
+}
+
+/// Everything on `cluster`: its environment's workloads, as they are on that cluster (see [`placed_on`]).
+pub fn workload_objects_on(
+    cluster: &WorkloadCluster,
+    histories: &Histories,
+    base: Timestamp,
+) -> Vec<Value> {
+    placed_on(
+        workload_objects(cluster.environment, histories, base),
+        cluster,
+    )
+}
+
+/// `objects` built for `cluster`'s environment, as they are on `cluster` when it is one of several running
+/// that environment (a cluster alone in its environment keeps them as built):
+///
+/// - Argo CD's tracking ids name the Application deploying to the cluster (`payments-prod-eu`), not the
+///   environment's (`payments-prod`);
+/// - pods get names of their own, as each cluster's ReplicaSet controller draws its own random suffixes
+///   (the pod-template hash, and so the ReplicaSet's name, is the same everywhere): a pod's name tells its
+///   cluster, and whatever mentions it (its Events, their messages) follows.
+///
+/// Deterministic, so the simulator placing the pods it builds gets the names seeding gave.
+pub(crate) fn placed_on(mut objects: Vec<Value>, cluster: &WorkloadCluster) -> Vec<Value> {
+    if cluster.is_alone() {
+        return objects;
+    }
+    let environment_suffix = format!("-{}", cluster.environment);
+    let tracking_pointer = format!(
+        "/metadata/annotations/{}",
+        workloads::TRACKING_ANNOTATION.replace('/', "~1")
+    );
+    let mut renamed_pods: Vec<(String, String)> = Vec::new();
+    for object in &mut objects {
+        if let Some(tracking) = object.pointer_mut(&tracking_pointer) {
+            // `<application>:<group>/<kind>:<namespace>/<name>`, the Application being
+            // `<service>-<environment>`.
+            let retargeted = tracking.as_str().and_then(|id| {
+                let (application, rest) = id.split_once(':')?;
+                let service = application.strip_suffix(&environment_suffix)?;
+                Some(format!(
+                    "{}:{rest}",
+                    argocd::application_name(service, &cluster.name)
+                ))
+            });
+            if let Some(id) = retargeted {
+                *tracking = json!(id);
+            }
+        }
+        if str_at(object, "/kind") == "Pod" {
+            let name = str_at(object, "/metadata/name");
+            // `<replica set>-<suffix>`: only the suffix is the pod's own.
+            if let Some((replica_set, _)) = name.rsplit_once('-') {
+                let placed = format!(
+                    "{replica_set}-{}",
+                    suffix(&[name, cluster.name.as_str()], 5)
+                );
+                renamed_pods.push((name.to_owned(), placed));
+            }
+        }
+    }
+    if !renamed_pods.is_empty() {
+        for object in &mut objects {
+            rename_in_strings(object, &renamed_pods);
+        }
+    }
+    objects
+}
+
+/// Replaces every occurrence of each `from` with its `to` in the string values of `value` (not its keys).
+fn rename_in_strings(value: &mut Value, renames: &[(String, String)]) {
+    match value {
+        Value::String(text) => {
+            for (from, to) in renames {
+                if text.contains(from.as_str()) {
+                    *text = text.replace(from.as_str(), to);
+                }
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                rename_in_strings(item, renames);
+            }
+        }
+        Value::Object(fields) => {
+            for field in fields.values_mut() {
+                rename_in_strings(field, renames);
+            }
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
+    }
 }
 
 /// Applies objects in order, pointing owner references and events at the uids the store gave their
@@ -430,9 +547,10 @@ pub fn deployed_at(
     Timestamp::from_second(at).unwrap_or(base)
 }
 
-/// The URL of the workload cluster of `environment`, as Argo CD's cluster secret names it.
-pub fn cluster_server(environment: &str) -> String {
-    format!("https://{environment}.clusters.acme.example")
+/// The URL of the workload cluster named `cluster` (`prod`, `prod-eu`), as Argo CD's cluster secret names
+/// it.
+pub fn cluster_server(cluster: &str) -> String {
+    format!("https://{cluster}.clusters.acme.example")
 }
 
 /// The public URL of `plan` in `environment`.

@@ -22,18 +22,22 @@ pub mod scale;
 pub mod simulator;
 /// The one place child processes start, and the run's temporary root: nothing outlives the sandbox.
 pub mod supervisor;
+/// Which clusters the sandbox runs (prod on one cluster or on several) and which Argo CD deploys to each.
+pub mod topology;
 pub mod world;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 
 use anyhow::Context as _;
 use apiserver::{ClusterStore, Clusters, ResourceType};
 
-/// The clusters of the platform: the management cluster and one workload cluster per environment.
+/// The clusters of a sandbox with one prod cluster (the default): the management cluster and one workload
+/// cluster per environment. With [`Options::prod_clusters`] above one there is no `prod` cluster: ask
+/// [`Sandbox::workload_clusters`].
 pub const CLUSTERS: [&str; 3] = ["management", "dev", "prod"];
 
-/// The bearer token the sandbox's Argo CD accepts.
+/// The bearer token every Argo CD instance of the sandbox accepts.
 pub const ARGOCD_TOKEN: &str = "sandbox-argocd-token";
 
 /// How a sandbox starts.
@@ -60,6 +64,9 @@ pub struct Options {
     pub epoch: Option<jiff::Timestamp>,
     /// How busy the demo's developers are in [`Simulate::RealTime`].
     pub pace: simulator::Pace,
+    /// How many clusters run prod (1 to [`topology::MAX_PROD_CLUSTERS`]): one is named `prod`; two or more
+    /// are `prod-eu`, `prod-us`, …, with `prod-us` deployed by an Argo CD of its own at `/argocd-us`.
+    pub prod_clusters: usize,
 }
 
 /// Whether and how the simulator runs.
@@ -88,20 +95,43 @@ impl Options {
             scale_runs: scale::PIPELINE_RUNS,
             epoch: None,
             pace: simulator::Pace::default(),
+            prod_clusters: 1,
         }
     }
+}
+
+/// An Argo CD instance the sandbox serves, as Tower's configuration lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgoCdInstance {
+    /// Its name (`argocd`, `argocd-us`), also the path it is served under.
+    pub name: String,
+    /// Its API's base URL (`http://127.0.0.1:8181/argocd`).
+    pub url: String,
+    /// The workload clusters it deploys to; empty: every cluster no other instance names.
+    pub clusters: Vec<String>,
+}
+
+/// An Argo CD instance and what it serves.
+struct ServedArgoCd {
+    name: String,
+    clusters: Vec<String>,
+    server: argocd::ArgoCd,
 }
 
 /// A running sandbox: the clusters' Kubernetes APIs, Argo CD, the forge and metrics on one loopback listener.
 pub struct Sandbox {
     timeline: world::Timeline,
+    topology: topology::Topology,
     clusters: Clusters,
     addr: SocketAddr,
     server: tokio::task::JoinHandle<()>,
     ticker: tokio::task::JoinHandle<()>,
     repositories: git::Repositories,
     forge: forge::Forge,
+    /// The main Argo CD, at `/argocd`.
     argocd: argocd::ArgoCd,
+    /// Every Argo CD instance, the main one first.
+    argocds: Vec<ServedArgoCd>,
     metrics: Option<metrics::Metrics>,
     logs: loki::LogStore,
     simulator: Option<simulator::Simulator>,
@@ -120,6 +150,7 @@ impl Sandbox {
 
     /// Starts a sandbox as `options` say.
     pub async fn start_with(options: Options) -> anyhow::Result<Self> {
+        let topology = topology::Topology::with_prod_clusters(options.prod_clusters)?;
         let supervisor = supervisor::Supervisor::new()?;
         let clock = match options.simulate {
             Simulate::Manual => simulator::Clock::manual(simulator::MANUAL_EPOCH),
@@ -137,12 +168,12 @@ impl Sandbox {
             .timeline(timeline)
             .build()
             .context("building the git repositories")?;
-        let clusters = Clusters::new(&CLUSTERS, platform_types());
-        fixtures::seed_at(&clusters, repositories.histories(), base)
+        let clusters = Clusters::new(&topology.cluster_names(), platform_types());
+        fixtures::seed_at(&clusters, &topology, repositories.histories(), base)
             .context("seeding the fixtures")?;
         if let Some(count) = options.scale {
             let started = std::time::Instant::now();
-            scale::seed(&clusters, count, options.scale_runs, base)
+            scale::seed(&clusters, &topology, count, options.scale_runs, base)
                 .context("seeding scale mode")?;
             tracing::info!(
                 services = count,
@@ -153,14 +184,11 @@ impl Sandbox {
 
         let forge = forge::Forge::new(repositories.clone(), forge::ForgeConfig::default())
             .context("starting the forge")?;
-        let management = clusters
-            .cluster("management")
-            .context("the management cluster is always defined")?;
-        let destinations: BTreeMap<String, ClusterStore> = world::ENVIRONMENTS
-            .iter()
-            .filter_map(|env| clusters.cluster(env).map(|c| ((*env).to_string(), c)))
-            .collect();
-        let argocd = argocd::ArgoCd::new(management, destinations, ARGOCD_TOKEN);
+        let argocds = argo_cd_instances(&clusters, &topology)?;
+        let argocd = argocds
+            .first()
+            .map(|main| main.server.clone())
+            .context("the main Argo CD is always defined")?;
         let metrics = if options.metrics {
             Some(
                 metrics::Metrics::start(options.seed, base, &world::SERVICES, &supervisor)
@@ -173,11 +201,12 @@ impl Sandbox {
 
         // Every cluster's deleted pods leave their lines here, labelled with the cluster.
         let logs = loki::LogStore::default();
-        for name in CLUSTERS {
+        for name in topology.cluster_names() {
             if let Some(cluster) = clusters.cluster(name) {
                 let store = logs.clone();
+                let label = name.to_owned();
                 cluster.on_pod_logs_removed(std::sync::Arc::new(move |namespace, pod, lines| {
-                    store.keep(name, namespace, pod, lines);
+                    store.keep(&label, namespace, pod, lines);
                 }));
             }
         }
@@ -188,12 +217,15 @@ impl Sandbox {
         let addr = listener.local_addr().context("sandbox listener address")?;
         // Webhook payloads carry API URLs, and no request tells the forge where it is reached before one.
         forge.set_api_url(format!("http://{addr}/github"));
-        let router = clusters
+        let mut router = clusters
             .router()
+            .merge(clusters.control_router())
             .nest("/github", forge::router(forge.clone()))
             .merge(forge::sandbox_routes(forge.clone()))
-            .nest("/argocd", argocd.router())
             .nest("/loki", logs.router());
+        for instance in &argocds {
+            router = router.nest(&format!("/{}", instance.name), instance.server.router());
+        }
         let server = tokio::spawn(async move {
             if let Err(error) = axum::serve(listener, router).await {
                 tracing::error!(%error, "sandbox server stopped");
@@ -205,6 +237,7 @@ impl Sandbox {
             Simulate::RealTime | Simulate::Manual => Some(simulator::Simulator::new(
                 simulator::World {
                     clusters: clusters.clone(),
+                    topology: topology.clone(),
                     repositories: repositories.clone(),
                     forge: forge.clone(),
                 },
@@ -221,6 +254,7 @@ impl Sandbox {
         };
         Ok(Self {
             timeline,
+            topology,
             clusters,
             addr,
             server,
@@ -228,6 +262,7 @@ impl Sandbox {
             repositories,
             forge,
             argocd,
+            argocds,
             metrics,
             logs,
             simulator,
@@ -248,9 +283,24 @@ impl Sandbox {
         format!("http://{}", self.addr)
     }
 
-    /// The Kubernetes API base URL of `cluster` (`management`, `dev` or `prod`).
+    /// The Kubernetes API base URL of `cluster` (`management`, `dev`, `prod` or `prod-eu`…).
     pub fn cluster_url(&self, cluster: &str) -> String {
         format!("http://{}/clusters/{cluster}", self.addr)
+    }
+
+    /// The workload clusters as `(environment, cluster)`, environment by environment: `("prod", "prod")`
+    /// with one prod cluster, `("prod", "prod-eu")` and `("prod", "prod-us")` with two.
+    pub fn workload_clusters(&self) -> Vec<(String, String)> {
+        self.topology
+            .workload_clusters()
+            .iter()
+            .map(|cluster| (cluster.environment.to_owned(), cluster.name.clone()))
+            .collect()
+    }
+
+    /// Which clusters this sandbox runs.
+    pub fn topology(&self) -> &topology::Topology {
+        &self.topology
     }
 
     /// Direct access to a cluster's objects, for the simulator and tests.
@@ -268,9 +318,29 @@ impl Sandbox {
         &self.forge
     }
 
-    /// Argo CD.
+    /// The main Argo CD, at `/argocd`: with one prod cluster the only one.
     pub fn argocd(&self) -> &argocd::ArgoCd {
         &self.argocd
+    }
+
+    /// Every Argo CD instance, the main one first, with the clusters each deploys to.
+    pub fn argocd_instances(&self) -> Vec<ArgoCdInstance> {
+        self.argocds
+            .iter()
+            .map(|instance| ArgoCdInstance {
+                name: instance.name.clone(),
+                url: format!("{}/{}", self.url(), instance.name),
+                clusters: instance.clusters.clone(),
+            })
+            .collect()
+    }
+
+    /// The Argo CD instance named `name` (`argocd`, `argocd-us`), to read its sync requests.
+    pub fn argocd_named(&self, name: &str) -> Option<&argocd::ArgoCd> {
+        self.argocds
+            .iter()
+            .find(|instance| instance.name == name)
+            .map(|instance| &instance.server)
     }
 
     /// The simulator, when the sandbox runs one (tests drive its manual clock and push commits).
@@ -304,6 +374,49 @@ impl Drop for Sandbox {
         self.server.abort();
         self.ticker.abort();
     }
+}
+
+/// The Argo CD instances `topology` plans, the main one first, each holding the Applications of the clusters
+/// it deploys to: the named ones, or, for the instance naming none, every cluster no other names.
+fn argo_cd_instances(
+    clusters: &Clusters,
+    topology: &topology::Topology,
+) -> anyhow::Result<Vec<ServedArgoCd>> {
+    let plans = topology.argocd_instances();
+    // The instance naming no cluster serves every cluster the others do not name.
+    let named_clusters: BTreeSet<String> = plans
+        .iter()
+        .flat_map(|plan| plan.clusters.iter().cloned())
+        .collect();
+    let mut instances = Vec::new();
+    for plan in plans {
+        let scope = if !plan.clusters.is_empty() {
+            argocd::Scope::Only(plan.clusters.iter().cloned().collect())
+        } else if named_clusters.is_empty() {
+            argocd::Scope::Everything
+        } else {
+            argocd::Scope::AllBut(named_clusters.clone())
+        };
+        let destinations: BTreeMap<String, ClusterStore> = topology
+            .workload_clusters()
+            .iter()
+            .filter(|cluster| scope.deploys_to(Some(&cluster.name)))
+            .filter_map(|cluster| {
+                clusters
+                    .cluster(&cluster.name)
+                    .map(|store| (cluster.name.clone(), store))
+            })
+            .collect();
+        let management = clusters
+            .cluster(topology::MANAGEMENT)
+            .context("the management cluster is always defined")?;
+        instances.push(ServedArgoCd {
+            server: argocd::ArgoCd::scoped(management, destinations, ARGOCD_TOKEN, scope),
+            name: plan.name,
+            clusters: plan.clusters,
+        });
+    }
+    Ok(instances)
 }
 
 /// Every kind the sandbox's clusters serve besides the apiserver's built-ins.

@@ -1,5 +1,5 @@
 //! Scale mode: `N` generated services (`svc-0001`…) on top of the plan's eight, each with its Component,
-//! Releases, an Application per environment, a Rollout with ReplicaSets and Pods, ExternalSecrets and
+//! Releases, an Application per workload cluster, a Rollout with ReplicaSets and Pods, ExternalSecrets and
 //! PipelineRuns with their TaskRuns ([`PIPELINE_RUNS`] across them: the builds of what dev and prod run, and
 //! older runs of pull requests), so Tower's lists, reflectors and pages can be benchmarked at fleet size.
 //! `svc-0001` also has one run of a 300-task pipeline ([`crate::fixtures::tekton::monorepo`]).
@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use crate::apiserver::Clusters;
 use crate::fixtures::{self, argocd, hex, secrets, tekton, workloads};
+use crate::topology::Topology;
 use crate::world::{Commit, CommitPlan, ENVIRONMENTS, Histories, ServicePlan, TEAMS};
 
 /// The history every generated service has: a scaffold and two features; prod runs the middle one.
@@ -109,9 +110,15 @@ pub fn histories(plans: &[&ServicePlan]) -> Histories {
     Histories { services }
 }
 
-/// Seeds `count` generated services with `runs` PipelineRuns across them into the clusters, with timestamps
-/// relative to `base`.
-pub fn seed(clusters: &Clusters, count: usize, runs: usize, base: Timestamp) -> anyhow::Result<()> {
+/// Seeds `count` generated services with `runs` PipelineRuns across them into `topology`'s clusters, with
+/// timestamps relative to `base`.
+pub fn seed(
+    clusters: &Clusters,
+    topology: &Topology,
+    count: usize,
+    runs: usize,
+    base: Timestamp,
+) -> anyhow::Result<()> {
     let total_runs = runs;
     let plans = plans(count);
     let histories = histories(&plans);
@@ -129,7 +136,15 @@ pub fn seed(clusters: &Clusters, count: usize, runs: usize, base: Timestamp) -> 
             if let Some(release) = fixtures::platform::released(plan, env, &histories, base) {
                 objects.push(fixtures::platform::to_json(&release));
             }
-            objects.extend(argocd::application(plan, env, &histories, base));
+            for cluster in topology.clusters_of(env) {
+                objects.extend(argocd::application_on(
+                    plan,
+                    env,
+                    &cluster.name,
+                    &histories,
+                    base,
+                ));
+            }
         }
         // The builds of what runs in dev and prod.
         let mut runs = 0;
@@ -174,10 +189,11 @@ pub fn seed(clusters: &Clusters, count: usize, runs: usize, base: Timestamp) -> 
         }
         fixtures::apply_all(&management, objects).context("seeding the management cluster")?;
     }
-    for env in ENVIRONMENTS {
+    for workload in topology.workload_clusters() {
+        let (env, name) = (workload.environment, &workload.name);
         let cluster = clusters
-            .cluster(env)
-            .with_context(|| format!("the {env} cluster is always defined"))?;
+            .cluster(name)
+            .with_context(|| format!("the {name} cluster is defined by the topology"))?;
         let mut objects = Vec::new();
         for plan in &plans {
             objects.push(workloads::namespace(plan.name, Some(env), base));
@@ -189,8 +205,8 @@ pub fn seed(clusters: &Clusters, count: usize, runs: usize, base: Timestamp) -> 
             );
             objects.extend(secrets::external_secrets(plan, env, base));
         }
-        fixtures::apply_all(&cluster, objects)
-            .with_context(|| format!("seeding the {env} cluster"))?;
+        fixtures::apply_all(&cluster, fixtures::placed_on(objects, workload))
+            .with_context(|| format!("seeding the {name} cluster"))?;
     }
     Ok(())
 }

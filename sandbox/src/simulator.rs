@@ -26,6 +26,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use anyhow::Context as _;
 use futures::{FutureExt as _, Stream, StreamExt as _};
 use jiff::{SignedDuration, Timestamp};
 use serde_json::Value;
@@ -34,6 +35,7 @@ use tokio::sync::broadcast;
 use crate::apiserver::{ClusterStore, Clusters, StoreError};
 use crate::forge::{Forge, MergeEvent};
 use crate::git::Repositories;
+use crate::topology::{Topology, WorkloadCluster};
 use crate::world::Commit;
 
 /// Where a manual clock starts: the fixed world's start, 2026-11-20T09:00:00Z, so two manual runs seed the
@@ -220,6 +222,8 @@ impl Rng {
 pub struct World {
     /// The management and workload clusters.
     pub clusters: Clusters,
+    /// Which workload clusters run each environment: a deploy to prod rolls out on every prod cluster.
+    pub topology: Topology,
     /// The bare repositories behind the forge.
     pub repositories: Repositories,
     /// The forge, whose merges the simulator reacts to.
@@ -233,28 +237,29 @@ enum Action {
     PlatformSync { sha: String, files: Vec<String> },
     /// The release operator derives `components/<svc>/…/<env>.yaml` from the Release.
     DeriveRelease { service: String, env: String },
-    /// The ApplicationSet controller regenerates `<svc>-<env>` from the derived files.
+    /// The ApplicationSet controller regenerates `<svc>-<cluster>` of every cluster of `env` from the
+    /// derived files.
     ApplicationSet { service: String, env: String },
     /// Argo CD's automated sync starts on an OutOfSync Application.
     SyncStart { app: String },
     /// Argo CD finishes the sync operation running on an Application.
     SyncFinish { app: String },
-    /// Argo Rollouts sees a new pod template.
-    RolloutStart { service: String, env: String },
+    /// Argo Rollouts on workload cluster `cluster` sees a new pod template.
+    RolloutStart { service: String, cluster: String },
     /// Argo Rollouts runs (or finishes pausing on) the current canary step.
     RolloutStep {
         service: String,
-        env: String,
+        cluster: String,
         generation: u64,
     },
     /// Argo Rollouts gives up on a canary whose pods crash.
     RolloutAbort {
         service: String,
-        env: String,
+        cluster: String,
         generation: u64,
     },
-    /// Argo CD reassesses an Application's health from its Rollout.
-    AppHealth { service: String, env: String },
+    /// Argo CD reassesses the health of the Application deploying `service` to `cluster` from its Rollout.
+    AppHealth { service: String, cluster: String },
     /// A Tekton trigger starts the build of a pushed commit.
     PipelineStart { service: String, sha: String },
     /// A TaskRun of a build starts.
@@ -316,7 +321,7 @@ struct State {
     apps: Option<AppChanges>,
     /// Applications with a sync operation the simulator is running.
     syncing: BTreeSet<String>,
-    /// Canaries in progress by `<svc>/<env>`.
+    /// Canaries in progress by `<svc>/<cluster>`.
     rollouts: BTreeMap<String, RolloutRun>,
     generation: u64,
     /// Builds in progress by PipelineRun name.
@@ -575,7 +580,31 @@ impl Inner {
     }
 
     fn management(&self) -> Option<ClusterStore> {
-        self.cluster("management")
+        self.cluster(crate::topology::MANAGEMENT)
+    }
+
+    /// The workload clusters running `env`; an error when none does.
+    fn clusters_of(&self, env: &str) -> anyhow::Result<Vec<WorkloadCluster>> {
+        let clusters: Vec<WorkloadCluster> =
+            self.world.topology.clusters_of(env).cloned().collect();
+        if clusters.is_empty() {
+            anyhow::bail!("no workload cluster runs {env}");
+        }
+        Ok(clusters)
+    }
+
+    /// The store of workload cluster `name`, and the cluster with the environment it runs.
+    fn workload(&self, name: &str) -> anyhow::Result<(ClusterStore, WorkloadCluster)> {
+        let workload = self
+            .world
+            .topology
+            .workload_cluster(name)
+            .cloned()
+            .with_context(|| format!("no workload cluster named {name}"))?;
+        let store = self
+            .cluster(name)
+            .with_context(|| format!("the {name} cluster has no store"))?;
+        Ok((store, workload))
     }
 
     /// Turns merges and sync requests that arrived since the last poll into actions.
@@ -679,18 +708,22 @@ impl Inner {
             }
             Action::SyncStart { app } => self.sync_start(state, at, &app),
             Action::SyncFinish { app } => self.sync_finish(state, at, &app),
-            Action::RolloutStart { service, env } => self.rollout_start(state, at, &service, &env),
+            Action::RolloutStart { service, cluster } => {
+                self.rollout_start(state, at, &service, &cluster)
+            }
             Action::RolloutStep {
                 service,
-                env,
+                cluster,
                 generation,
-            } => self.rollout_step(state, at, &service, &env, generation),
+            } => self.rollout_step(state, at, &service, &cluster, generation),
             Action::RolloutAbort {
                 service,
-                env,
+                cluster,
                 generation,
-            } => self.rollout_abort(state, at, &service, &env, generation),
-            Action::AppHealth { service, env } => self.app_health(state, at, &service, &env),
+            } => self.rollout_abort(state, at, &service, &cluster, generation),
+            Action::AppHealth { service, cluster } => {
+                self.app_health(state, at, &service, &cluster)
+            }
             Action::PipelineStart { service, sha } => {
                 self.pipeline_start(state, at, &service, &sha)
             }

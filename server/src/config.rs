@@ -38,9 +38,10 @@ pub struct TowerConfig {
     pub public_url: String,
     /// The GitHub organisation whose teams own services and whose repositories hold catalog-info.yaml.
     pub organisation: String,
-    /// The management cluster and one workload cluster per environment.
+    /// The management cluster and the workload clusters, one or more per environment (`prod-eu` and
+    /// `prod-us`, both `environment: prod`): an environment's card shows each of its clusters.
     pub clusters: Vec<ClusterConfig>,
-    /// Argo CD instances.
+    /// Argo CD instances, each deploying to the clusters it names (one may name none: it serves the rest).
     #[serde(default)]
     pub argocd: Vec<ArgoCdConfig>,
     /// GitHub (or a GitHub-compatible forge): the App that opens PRs and the OAuth app that signs people in.
@@ -321,7 +322,9 @@ impl ClusterConfig {
 pub struct ClusterConfig {
     /// A name for logs and the UI (`management`, `dev`, `prod`).
     pub name: String,
-    /// The environment this workload cluster runs; absent for the management cluster.
+    /// The environment this workload cluster runs; absent for the management cluster. Several clusters may
+    /// run one environment; an Argo CD Application is then matched to its cluster by
+    /// `spec.destination.name`, which must be this cluster's `name`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environment: Option<String>,
     /// The API server URL (with a bearer `token`).
@@ -357,6 +360,10 @@ pub struct ArgoCdConfig {
     #[serde(with = "secret")]
     #[schemars(with = "String", extend("writeOnly" = true))]
     pub token: SecretString,
+    /// The workload clusters this instance deploys to, by their `name` in `clusters`: Sync for an
+    /// Application there goes to this instance. Empty: every workload cluster no other instance names.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clusters: Vec<String>,
 }
 
 /// GitHub: REST API, App and OAuth app.
@@ -550,7 +557,6 @@ impl TowerConfig {
             ));
         }
         let mut names = BTreeSet::new();
-        let mut environments = BTreeSet::new();
         for (index, cluster) in self.clusters.iter().enumerate() {
             let key = format!("clusters[{index}]");
             if !names.insert(cluster.name.as_str()) {
@@ -559,12 +565,10 @@ impl TowerConfig {
                     format!("`{}` is used twice", cluster.name),
                 ));
             }
-            if let Some(environment) = &cluster.environment
-                && !environments.insert(environment.as_str())
-            {
+            if cluster.environment.as_deref().is_some_and(str::is_empty) {
                 errors.push(error(
                     format!("{key}.environment"),
-                    format!("`{environment}` has two clusters"),
+                    "must name the environment (leave it out for the management cluster)",
                 ));
             }
             let ways = usize::from(cluster.url.is_some())
@@ -588,6 +592,7 @@ impl TowerConfig {
                 errors.push(error(format!("{key}.token"), "only goes with `url`"));
             }
         }
+        errors.extend(self.validate_argocd_clusters());
         for (index, argocd) in self.argocd.iter().enumerate() {
             if !is_http_url(&argocd.url) {
                 errors.push(error(
@@ -672,6 +677,64 @@ impl TowerConfig {
             }
         }
         errors
+    }
+
+    /// Each Argo CD instance must know which clusters it deploys to, so a Sync never goes to an instance that
+    /// does not hold the Application: named clusters exist and are workload clusters, no cluster is named
+    /// twice, and at most one instance serves "the rest".
+    fn validate_argocd_clusters(&self) -> Vec<ConfigError> {
+        let mut errors = Vec::new();
+        let workloads: BTreeSet<&str> = self
+            .workload_clusters()
+            .map(|(_, cluster)| cluster.name.as_str())
+            .collect();
+        let mut served = std::collections::BTreeMap::new();
+        let mut names = BTreeSet::new();
+        for (index, argocd) in self.argocd.iter().enumerate() {
+            if !names.insert(argocd.name.as_str()) {
+                errors.push(error(
+                    format!("argocd[{index}].name"),
+                    format!("`{}` is used twice", argocd.name),
+                ));
+            }
+            for (n, cluster) in argocd.clusters.iter().enumerate() {
+                let key = format!("argocd[{index}].clusters[{n}]");
+                if !workloads.contains(cluster.as_str()) {
+                    errors.push(error(
+                        key,
+                        format!("`{cluster}` is not the name of a workload cluster in `clusters`"),
+                    ));
+                } else if let Some(first) = served.insert(cluster.as_str(), argocd.name.as_str()) {
+                    errors.push(error(
+                        key,
+                        format!("`{cluster}` is already served by Argo CD `{first}`"),
+                    ));
+                }
+            }
+        }
+        let catch_alls: Vec<usize> = self
+            .argocd
+            .iter()
+            .enumerate()
+            .filter(|(_, argocd)| argocd.clusters.is_empty())
+            .map(|(index, _)| index)
+            .collect();
+        if let [_, second, ..] = catch_alls.as_slice() {
+            errors.push(error(
+                format!("argocd[{second}].clusters"),
+                "name the clusters this instance deploys to: only one instance may serve every cluster the others do not name",
+            ));
+        }
+        errors
+    }
+
+    /// The Argo CD instance deploying to workload cluster `cluster`: the one naming it, else the one naming
+    /// none.
+    pub fn argocd_for(&self, cluster: &str) -> Option<&ArgoCdConfig> {
+        self.argocd
+            .iter()
+            .find(|argocd| argocd.clusters.iter().any(|c| c == cluster))
+            .or_else(|| self.argocd.iter().find(|argocd| argocd.clusters.is_empty()))
     }
 
     /// The management cluster.
@@ -797,6 +860,7 @@ mod tests {
             name: "argocd".into(),
             url: "https://argocd.example".into(),
             token: "SECRET-argocd-token".into(),
+            clusters: Vec::new(),
         }];
         full.github = Some(GithubConfig {
             api_url: "https://api.github.com/".into(),
@@ -931,6 +995,75 @@ mod tests {
         bad.clusters[1].environment = None;
         let keys: Vec<_> = bad.validate().into_iter().map(|e| e.key).collect();
         assert_eq!(keys, ["listen", "clusters", "clusters[1].url"]);
+    }
+
+    /// `prod-eu` and `prod-us` both run prod, each deployed by its own Argo CD.
+    fn two_prod_clusters() -> TowerConfig {
+        let mut config = config();
+        for name in ["prod-eu", "prod-us"] {
+            config.clusters.push(ClusterConfig {
+                name: name.into(),
+                environment: Some("prod".into()),
+                url: Some(format!("https://{name}.example")),
+                token: None,
+                context: None,
+                in_cluster: false,
+            });
+        }
+        let instance = |name: &str, clusters: &[&str]| ArgoCdConfig {
+            name: name.into(),
+            url: format!("https://{name}.example"),
+            token: "token".into(),
+            clusters: clusters.iter().map(|c| (*c).to_string()).collect(),
+        };
+        config.argocd = vec![instance("argocd", &[]), instance("argocd-us", &["prod-us"])];
+        config
+    }
+
+    #[test]
+    fn an_environment_may_span_clusters_each_served_by_one_argo_cd() {
+        let config = two_prod_clusters();
+        assert_eq!(config.validate(), vec![]);
+        let prod: Vec<&str> = config
+            .workload_clusters()
+            .filter(|(environment, _)| *environment == "prod")
+            .map(|(_, cluster)| cluster.name.as_str())
+            .collect();
+        assert_eq!(prod, ["prod-eu", "prod-us"]);
+        let instance = |cluster| config.argocd_for(cluster).map(|a| a.name.as_str());
+        assert_eq!(instance("prod-us"), Some("argocd-us"));
+        assert_eq!(
+            instance("prod-eu"),
+            Some("argocd"),
+            "the instance naming none serves the rest"
+        );
+        assert_eq!(instance("dev"), Some("argocd"));
+    }
+
+    #[test]
+    fn argo_cd_instances_must_name_real_clusters_and_never_share_one() {
+        let mut bad = two_prod_clusters();
+        bad.argocd[0].clusters = vec!["prod-us".into(), "prod-ap".into(), "management".into()];
+        bad.argocd.push(bad.argocd[1].clone());
+        bad.argocd[2].clusters = Vec::new();
+        let errors: Vec<String> = bad.validate().iter().map(ToString::to_string).collect();
+        assert_eq!(
+            errors,
+            [
+                "argocd[0].clusters[1]: `prod-ap` is not the name of a workload cluster in `clusters`",
+                "argocd[0].clusters[2]: `management` is not the name of a workload cluster in `clusters`",
+                "argocd[1].clusters[0]: `prod-us` is already served by Argo CD `argocd`",
+                "argocd[2].name: `argocd-us` is used twice",
+            ]
+        );
+        let mut two_catch_alls = two_prod_clusters();
+        two_catch_alls.argocd[1].clusters = Vec::new();
+        let keys: Vec<String> = two_catch_alls
+            .validate()
+            .into_iter()
+            .map(|e| e.key)
+            .collect();
+        assert_eq!(keys, ["argocd[1].clusters"]);
     }
 
     #[test]

@@ -29,7 +29,7 @@ use shared::fleet::{
 use shared::metrics::DeployMarker;
 use tokio::sync::{broadcast, mpsc, watch as tokio_watch};
 
-use self::cards::{CardInputs, card, cell};
+use self::cards::{CardInputs, ClusterInput, card, cell};
 use self::code::CodeCache;
 use self::watch::Sources;
 
@@ -92,8 +92,8 @@ pub struct Stores {
     pub cluster_secrets: Store<kube::core::PartialObjectMeta<k8s_openapi::api::core::v1::Secret>>,
     /// Pyrra's ServiceLevelObjectives (management), found by the component label.
     pub slos: Store<DynamicObject>,
-    /// Workload clusters by environment.
-    pub workloads: BTreeMap<String, WorkloadStores>,
+    /// Workload clusters by environment, each environment's in configuration order.
+    pub workloads: BTreeMap<String, Vec<WorkloadStores>>,
 }
 
 /// One service's objects in the watch caches (see [`FleetModel::platform_objects`]).
@@ -247,12 +247,14 @@ impl FleetModel {
         self.inner.sources.statuses()
     }
 
-    /// The namespace of pod `name` in `environment`, from the watch cache.
-    pub fn pod_namespace(&self, environment: &str, name: &str) -> Option<String> {
+    /// The namespace of pod `name` on workload cluster `cluster`, from the watch cache.
+    pub fn pod_namespace(&self, cluster: &str, name: &str) -> Option<String> {
         self.inner
             .stores
             .workloads
-            .get(environment)?
+            .values()
+            .flatten()
+            .find(|w| w.cluster == cluster)?
             .pods
             .state()
             .iter()
@@ -344,11 +346,7 @@ impl FleetModel {
             releases,
             databases,
             schemas,
-            applications: index
-                .applications
-                .into_iter()
-                .map(|((_, environment), app)| (environment, app))
-                .collect(),
+            applications: by_environment(index.applications),
             secrets: by_environment(index.secrets),
             claims: by_environment(index.claims),
         }
@@ -573,6 +571,7 @@ impl FleetModel {
         let workload_clusters: Vec<&str> = stores
             .workloads
             .values()
+            .flatten()
             .map(|w| w.cluster.as_str())
             .collect();
         let _ = tokio::time::timeout(
@@ -637,10 +636,17 @@ impl FleetModel {
             }
             let cards: Vec<DeploymentCard> = stores
                 .workloads
-                .keys()
-                .filter(|env| index.present(&name, env))
-                .map(|env| {
-                    self.compute_card(component, env, &index, unreachable.get(env).cloned(), now)
+                .iter()
+                .filter(|(env, _)| index.present(&name, env))
+                .map(|(env, workloads)| {
+                    let clusters = workloads
+                        .iter()
+                        .map(|w| ClusterInput {
+                            name: &w.cluster,
+                            unreachable_since: unreachable.get(&w.cluster).cloned(),
+                        })
+                        .collect();
+                    self.compute_card(component, env, clusters, &index, now)
                 })
                 .collect();
             let mut summary = summarize(component, &cards);
@@ -742,8 +748,11 @@ impl FleetModel {
         let history = index
             .applications
             .iter()
-            .flat_map(|((service, environment), app)| {
-                cards::deploy_history(&app.data, service, environment)
+            .flat_map(|((service, environment), apps)| {
+                // Every cluster's Application remembers the same deploys: one is enough.
+                apps.first()
+                    .map(|app| cards::deploy_history(&app.data, service, environment))
+                    .unwrap_or_default()
             });
         let mut feed = self.activity_feed();
         let mut items: Vec<(jiff::Timestamp, ActivityItem)> = feed
@@ -761,17 +770,18 @@ impl FleetModel {
         &self,
         component: &Component,
         environment: &str,
+        clusters: Vec<ClusterInput<'_>>,
         index: &Index,
-        unreachable_since: Option<String>,
         now: jiff::Timestamp,
     ) -> DeploymentCard {
         let name = component.name_any();
         let key = (name.clone(), environment.to_string());
         let release = index.releases.get(&key).map(Arc::as_ref);
-        let application = index.applications.get(&key).map(Arc::as_ref);
+        let applications = borrowed(&index.applications, &key);
+        let application = cards::shown_application(&applications);
         let running_tag = index.pods.get(&key).and_then(|pods| {
             pods.first()
-                .and_then(|p| p.spec.as_ref()?.containers.first()?.image.clone())
+                .and_then(|(_, p)| p.spec.as_ref()?.containers.first()?.image.clone())
                 .and_then(|image| cards::image_tag(&image).map(str::to_string))
         });
         let database = release
@@ -814,16 +824,24 @@ impl FleetModel {
             service: &name,
             environment,
             release,
-            application,
+            applications,
+            clusters,
             rollout: index.rollouts.get(&key).map(Arc::as_ref),
-            pods: borrowed(&index.pods, &key),
+            pods: index
+                .pods
+                .get(&key)
+                .map(|pods| {
+                    pods.iter()
+                        .map(|(cluster, pod)| (cluster.as_ref(), pod.as_ref()))
+                        .collect()
+                })
+                .unwrap_or_default(),
             schema: schema.map(Arc::as_ref),
             secrets: borrowed(&index.secrets, &key),
             claims: borrowed(&index.claims, &key),
             composed: borrowed(&index.composed, &key),
             deployments: borrowed(&index.deployments, &key),
             events: borrowed(&index.events, &key),
-            unreachable_since,
             changes,
             migrations_in_code,
             now: Some(now),
@@ -842,6 +860,9 @@ impl FleetModel {
 
 type Key = (String, String);
 
+/// An object and the name of the workload cluster it was read from.
+type OnCluster<K> = (Arc<str>, Arc<K>);
+
 /// The objects indexed under `key`, borrowed for one card.
 fn borrowed<'a, K>(index: &'a HashMap<Key, Vec<Arc<K>>>, key: &Key) -> Vec<&'a K> {
     index
@@ -853,9 +874,12 @@ fn borrowed<'a, K>(index: &'a HashMap<Key, Vec<Arc<K>>>, key: &Key) -> Vec<&'a K
 /// The watch caches grouped by (component, environment), built once per recompute batch.
 struct Index {
     releases: HashMap<Key, Arc<Release>>,
-    applications: HashMap<Key, Arc<DynamicObject>>,
+    /// One per cluster of the environment.
+    applications: HashMap<Key, Vec<Arc<DynamicObject>>>,
+    /// The first cluster's, in configuration order, when the environment has several.
     rollouts: HashMap<Key, Arc<DynamicObject>>,
-    pods: HashMap<Key, Vec<Arc<Pod>>>,
+    /// Each with the cluster it runs on.
+    pods: HashMap<Key, Vec<OnCluster<Pod>>>,
     secrets: HashMap<Key, Vec<Arc<DynamicObject>>>,
     claims: HashMap<Key, Vec<Arc<DynamicObject>>>,
     composed: HashMap<Key, Vec<Arc<DynamicObject>>>,
@@ -904,19 +928,28 @@ impl Index {
         }
         for app in stores.applications.state() {
             if let Some(key) = label_key(&app.metadata, None) {
-                index.applications.insert(key, app);
+                index.applications.entry(key).or_default().push(app);
             }
         }
-        for (environment, workload) in &stores.workloads {
+        for (environment, workload) in stores
+            .workloads
+            .iter()
+            .flat_map(|(environment, workloads)| workloads.iter().map(move |w| (environment, w)))
+        {
             let env = Some(environment.as_str());
+            let cluster: Arc<str> = Arc::from(workload.cluster.as_str());
             for rollout in workload.rollouts.state() {
                 if let Some(key) = label_key(&rollout.metadata, env) {
-                    index.rollouts.insert(key, rollout);
+                    index.rollouts.entry(key).or_insert(rollout);
                 }
             }
             for pod in workload.pods.state() {
                 if let Some(key) = label_key(&pod.metadata, env) {
-                    index.pods.entry(key).or_default().push(pod);
+                    index
+                        .pods
+                        .entry(key)
+                        .or_default()
+                        .push((cluster.clone(), pod));
                 }
             }
             for secret in workload.secrets.state() {

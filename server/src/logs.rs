@@ -23,8 +23,8 @@ const GONE_PODS_ASKED: usize = 3 * GONE_PODS_LISTED;
 #[derive(Debug, Clone)]
 pub struct LogHistory {
     loki: Loki,
-    /// Environment → the `cluster` label of its workload cluster's streams.
-    clusters: Arc<BTreeMap<String, String>>,
+    /// Environment → the `cluster` labels of its workload clusters' streams.
+    clusters: Arc<BTreeMap<String, Vec<String>>>,
 }
 
 /// The pods of one namespace the store has lines of, with their containers.
@@ -32,26 +32,59 @@ pub type StoredPods = BTreeMap<String, BTreeSet<String>>;
 
 impl LogHistory {
     /// Loki as configured, for the workload clusters named by environment in `clusters`.
-    pub fn new(config: &LokiConfig, clusters: BTreeMap<String, String>) -> Result<Self, LokiError> {
+    pub fn new(
+        config: &LokiConfig,
+        clusters: BTreeMap<String, Vec<String>>,
+    ) -> Result<Self, LokiError> {
         Ok(Self {
             loki: Loki::new(config)?,
             clusters: Arc::new(clusters),
         })
     }
 
-    fn cluster(&self, environment: &str) -> Option<&str> {
-        self.clusters.get(environment).map(String::as_str)
+    fn clusters(&self, environment: &str) -> &[String] {
+        self.clusters
+            .get(environment)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
     }
 
-    /// The pods of `namespace` in `environment` the store has lines of (within the lookback).
+    /// The pods of `namespace` in `environment` the store has lines of (within the lookback), on any of
+    /// its clusters.
     pub async fn stored_pods(
         &self,
         environment: &str,
         namespace: &str,
     ) -> Result<StoredPods, LokiError> {
-        let Some(cluster) = self.cluster(environment) else {
-            return Ok(StoredPods::new());
-        };
+        Ok(self
+            .stored_pods_by_cluster(environment, namespace)
+            .await?
+            .into_iter()
+            .map(|(pod, (_, containers))| (pod, containers))
+            .collect())
+    }
+
+    /// As [`Self::stored_pods`], each pod with the cluster it ran on.
+    async fn stored_pods_by_cluster(
+        &self,
+        environment: &str,
+        namespace: &str,
+    ) -> Result<BTreeMap<String, (&str, BTreeSet<String>)>, LokiError> {
+        let mut pods = BTreeMap::new();
+        for cluster in self.clusters(environment) {
+            for (pod, containers) in self.stored_pods_on(cluster, namespace).await? {
+                pods.insert(pod, (cluster.as_str(), containers));
+            }
+        }
+        Ok(pods)
+    }
+
+    /// The pods of `namespace` on `cluster` the store has lines of.
+    async fn stored_pods_on(
+        &self,
+        cluster: &str,
+        namespace: &str,
+    ) -> Result<StoredPods, LokiError> {
         let end = now();
         let series = self
             .loki
@@ -85,30 +118,28 @@ impl LogHistory {
         namespace: &str,
         live: &BTreeSet<&str>,
     ) -> Result<Vec<RecentPod>, LokiError> {
-        let Some(cluster) = self.cluster(environment) else {
-            return Ok(Vec::new());
-        };
-        let stored = self.stored_pods(environment, namespace).await?;
-        let candidates: Vec<(String, BTreeSet<String>)> = stored
+        let stored = self.stored_pods_by_cluster(environment, namespace).await?;
+        let candidates: Vec<(String, (&str, BTreeSet<String>))> = stored
             .into_iter()
             .filter(|(pod, _)| !live.contains(pod.as_str()))
             .take(GONE_PODS_ASKED)
             .collect();
         let end = now();
-        let newest = futures::future::join_all(candidates.iter().map(|(pod, _)| async move {
-            let selector = Selector {
-                cluster,
-                namespace,
-                pod: Some(pod),
-                container: None,
-            };
-            self.loki
-                .query_range(&selector, end - LOOKBACK_NANOS, end, 1, Direction::Backward)
-                .await
-        }))
-        .await;
+        let newest =
+            futures::future::join_all(candidates.iter().map(|(pod, (cluster, _))| async move {
+                let selector = Selector {
+                    cluster,
+                    namespace,
+                    pod: Some(pod),
+                    container: None,
+                };
+                self.loki
+                    .query_range(&selector, end - LOOKBACK_NANOS, end, 1, Direction::Backward)
+                    .await
+            }))
+            .await;
         let mut gone = Vec::with_capacity(candidates.len());
-        for ((pod, containers), answer) in candidates.into_iter().zip(newest) {
+        for ((pod, (_, containers)), answer) in candidates.into_iter().zip(newest) {
             let at = answer?
                 .iter()
                 .flat_map(|s| s.values.iter().map(|(at, _)| *at))
@@ -138,7 +169,9 @@ impl LogHistory {
         container: &str,
         tail: usize,
     ) -> Result<Vec<LogLine>, LokiError> {
-        let Some(cluster) = self.cluster(environment) else {
+        // The pod ran on one of the environment's clusters: the store says which.
+        let stored = self.stored_pods_by_cluster(environment, namespace).await?;
+        let Some((cluster, _)) = stored.get(pod) else {
             return Ok(Vec::new());
         };
         let end = now();

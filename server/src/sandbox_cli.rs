@@ -47,6 +47,15 @@ pub struct WorldArgs {
     /// the world starts now.
     #[arg(long)]
     pub epoch: Option<jiff::Timestamp>,
+    /// How many clusters run prod: 1 is `prod`; 2 or more are `prod-eu`, `prod-us`, …, with `prod-us` deployed
+    /// by an Argo CD of its own.
+    #[arg(
+        long,
+        default_value_t = 1,
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new()
+            .range(1..=sandbox::topology::MAX_PROD_CLUSTERS as u64),
+    )]
+    pub prod_clusters: usize,
 }
 
 impl WorldArgs {
@@ -60,6 +69,7 @@ impl WorldArgs {
         options.seed = self.seed;
         options.pace = self.pace;
         options.epoch = self.epoch;
+        options.prod_clusters = self.prod_clusters;
         options
     }
 }
@@ -157,18 +167,29 @@ pub fn tower_config(sandbox: &sandbox::Sandbox, listen: SocketAddr) -> TowerConf
         context: None,
         in_cluster: false,
     };
-    let mut clusters = vec![cluster("management", None)];
-    clusters.extend(world::ENVIRONMENTS.map(|env| cluster(env, Some(env))));
+    let mut clusters = vec![cluster(sandbox::topology::MANAGEMENT, None)];
+    clusters.extend(
+        sandbox
+            .workload_clusters()
+            .iter()
+            .map(|(environment, name)| cluster(name, Some(environment))),
+    );
+    let argocd = sandbox
+        .argocd_instances()
+        .into_iter()
+        .map(|instance| ArgoCdConfig {
+            name: instance.name,
+            url: instance.url,
+            token: sandbox::ARGOCD_TOKEN.into(),
+            clusters: instance.clusters,
+        })
+        .collect();
     TowerConfig {
         listen: listen.to_string(),
         public_url: format!("http://{listen}"),
         organisation: world::ORGANISATION.into(),
         clusters,
-        argocd: vec![ArgoCdConfig {
-            name: "argocd".into(),
-            url: format!("{}/argocd", sandbox.url()),
-            token: sandbox::ARGOCD_TOKEN.into(),
-        }],
+        argocd,
         github: Some(GithubConfig {
             api_url: format!("{github}/"),
             oauth_authorize_url: format!("{github}/login/oauth/authorize"),
@@ -278,17 +299,25 @@ async fn serve(args: SandboxArgs, shutdown: Shutdown) -> anyhow::Result<()> {
         .with_context(|| format!("writing {}", args.write_config.display()))?;
 
     println!("Tower sandbox is running.");
-    for cluster in sandbox::CLUSTERS {
+    for cluster in sandbox.topology().cluster_names() {
         println!(
             "  kubernetes {cluster:<11} {}",
             sandbox.cluster_url(cluster)
         );
     }
-    println!(
-        "  argo cd                {}/argocd  (token {})",
-        sandbox.url(),
-        sandbox::ARGOCD_TOKEN
-    );
+    for instance in sandbox.argocd_instances() {
+        let serves = if instance.clusters.is_empty() {
+            String::new()
+        } else {
+            format!(", deploys to {}", instance.clusters.join(", "))
+        };
+        println!(
+            "  argo cd {:<14} {}  (token {}{serves})",
+            instance.name,
+            instance.url,
+            sandbox::ARGOCD_TOKEN
+        );
+    }
     println!("  github api             {}/github/", sandbox.url());
     if let Some(metrics) = sandbox.metrics_url() {
         println!("  prometheus             {metrics}");
@@ -341,4 +370,79 @@ async fn merge(url: &str, pr: u64, merger: &str) -> anyhow::Result<()> {
     }
     println!("merged #{pr}: {body}");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    use super::*;
+
+    /// `WorldArgs` as a command line of its own.
+    #[derive(Debug, clap::Parser)]
+    struct World {
+        #[command(flatten)]
+        world: WorldArgs,
+    }
+
+    #[test]
+    fn prod_clusters_defaults_to_one_and_takes_one_to_one_per_region() {
+        let parse = |args: &[&str]| {
+            World::try_parse_from(std::iter::once("tower").chain(args.iter().copied()))
+                .map(|parsed| parsed.world.prod_clusters)
+        };
+        assert_eq!(parse(&[]).ok(), Some(1));
+        assert_eq!(parse(&["--prod-clusters", "2"]).ok(), Some(2));
+        assert!(parse(&["--prod-clusters", "0"]).is_err());
+        let too_many = (sandbox::topology::MAX_PROD_CLUSTERS + 1).to_string();
+        assert!(parse(&["--prod-clusters", &too_many]).is_err());
+        let options = World::try_parse_from(["tower", "--prod-clusters", "2"])
+            .expect("parses")
+            .world
+            .options("127.0.0.1:0".parse().expect("address"), true);
+        assert_eq!(options.prod_clusters, 2);
+    }
+
+    #[tokio::test]
+    async fn the_configuration_names_every_prod_cluster_and_the_argo_cd_deploying_each() {
+        let mut options = sandbox::Options::new("127.0.0.1:0".parse().expect("address"));
+        options.prod_clusters = 2;
+        let sandbox = sandbox::Sandbox::start_with(options)
+            .await
+            .expect("sandbox starts");
+        let config = tower_config(&sandbox, "127.0.0.1:0".parse().expect("address"));
+        assert_eq!(config.validate(), vec![]);
+        let clusters: Vec<(&str, Option<&str>)> = config
+            .clusters
+            .iter()
+            .map(|c| (c.name.as_str(), c.environment.as_deref()))
+            .collect();
+        assert_eq!(
+            clusters,
+            [
+                ("management", None),
+                ("dev", Some("dev")),
+                ("prod-eu", Some("prod")),
+                ("prod-us", Some("prod")),
+            ]
+        );
+        assert_eq!(
+            config.clusters[3].url.as_deref(),
+            Some(sandbox.cluster_url("prod-us").as_str())
+        );
+        let instance = |cluster| {
+            config
+                .argocd_for(cluster)
+                .map(|a| (a.name.as_str(), a.url.clone()))
+        };
+        assert_eq!(
+            instance("prod-us"),
+            Some(("argocd-us", format!("{}/argocd-us", sandbox.url())))
+        );
+        assert_eq!(
+            instance("prod-eu"),
+            Some(("argocd", format!("{}/argocd", sandbox.url())))
+        );
+        assert_eq!(instance("dev"), instance("prod-eu"));
+    }
 }

@@ -1,5 +1,6 @@
 //! `tower serve`: wire the upstreams, the fleet model and the router together and listen.
 
+use std::collections::BTreeMap;
 use std::future::IntoFuture as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -213,20 +214,26 @@ async fn build(
             cluster_client(cluster).await?,
         ));
     }
-    // Each environment's streams in Loki carry its cluster's configured name.
+    // Each environment's streams in Loki carry its clusters' configured names.
     let log_history = match &config.loki {
         Some(loki) => Some(crate::logs::LogHistory::new(
             loki,
-            workloads
-                .iter()
-                .map(|(environment, cluster, _)| (environment.clone(), cluster.clone()))
-                .collect(),
+            workloads.iter().fold(
+                BTreeMap::<String, Vec<String>>::new(),
+                |mut clusters, (environment, cluster, _)| {
+                    clusters
+                        .entry(environment.clone())
+                        .or_default()
+                        .push(cluster.clone());
+                    clusters
+                },
+            ),
         )?),
         None => None,
     };
     let workload_clients = workloads
         .iter()
-        .map(|(environment, _, client)| (environment.clone(), client.clone()))
+        .map(|(_, cluster, client)| (cluster.clone(), client.clone()))
         .collect();
     // CI's cluster is one of those above: its client is shared, and its watches report to its state.
     let ci_cluster = config
@@ -333,10 +340,24 @@ async fn build(
         );
     }
 
-    let argocd = match config.argocd.first() {
-        Some(instance) => Some(ArgoCd::new(&instance.url, instance.token.clone())?),
-        None => None,
-    };
+    // One client per instance, shared by the clusters it deploys to.
+    let mut instances = BTreeMap::new();
+    for instance in &config.argocd {
+        instances.insert(
+            instance.name.as_str(),
+            ArgoCd::new(&instance.url, instance.token.clone())?,
+        );
+    }
+    let argocd = config
+        .workload_clusters()
+        .filter_map(|(_, cluster)| {
+            let instance = config.argocd_for(&cluster.name)?;
+            Some((
+                cluster.name.clone(),
+                instances.get(instance.name.as_str())?.clone(),
+            ))
+        })
+        .collect();
     let github = match &config.github {
         Some(github) => Some(OAuthClient::new(
             github.oauth_authorize_url.clone(),

@@ -29,11 +29,11 @@ pub struct AppState {
     /// Per-user limit on write attempts.
     pub write_limiter: WriteLimiter,
     /// Argo CD, for owners' Sync.
-    pub argocd: Option<crate::upstream::argocd::ArgoCd>,
+    pub argocd: crate::upstream::argocd::Instances,
     /// The log store (Loki) keeping gone pods' logs, for owners' log history; absent when no Loki is
     /// configured, and the log panel then reads running pods only.
     pub log_history: Option<crate::logs::LogHistory>,
-    /// Workload cluster clients by environment, for owners' pod logs.
+    /// Workload cluster clients by cluster name, for owners' pod logs (a pod is read where it runs).
     pub workload_clients: std::collections::BTreeMap<String, kube::Client>,
     /// Pull requests to `application-repositories` through the GitHub App, green builds and release
     /// records; absent when no GitHub App is configured.

@@ -118,8 +118,12 @@ pub struct EnvironmentCell {
     pub health: Health,
     /// Whether what runs differs from what the Release asks for, or the app is out of sync.
     pub drift: bool,
-    /// When the environment's cluster became unreachable (RFC 3339), if it is.
+    /// When the environment's cluster became unreachable (RFC 3339), if it is; with several clusters, when
+    /// the first of those unreachable became so.
     pub unreachable_since: Option<String>,
+    /// With several clusters in the environment, the ones unreachable (by name), so the cell can say which.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unreachable_clusters: Vec<String>,
     /// What else is wrong beyond sync and health, each its own chip and fleet count.
     #[serde(default)]
     pub problems: Vec<CellProblem>,
@@ -211,6 +215,15 @@ impl SyncStatus {
         }
     }
 
+    /// How bad it is, for showing the worst of several clusters: out of sync beats not knowing.
+    pub fn severity(self) -> u8 {
+        match self {
+            SyncStatus::Synced => 0,
+            SyncStatus::Unknown => 1,
+            SyncStatus::OutOfSync => 2,
+        }
+    }
+
     /// The word shown beside its colour.
     pub fn label(self) -> &'static str {
         match self {
@@ -231,6 +244,19 @@ impl Health {
             "Degraded" => Health::Degraded,
             "Missing" => Health::Missing,
             _ => Health::Unknown,
+        }
+    }
+
+    /// How bad it is, for showing the worst of several clusters: a failure beats anything unknown or
+    /// under way.
+    pub fn severity(self) -> u8 {
+        match self {
+            Health::Healthy => 0,
+            Health::Suspended => 1,
+            Health::Progressing => 2,
+            Health::Unknown => 3,
+            Health::Missing => 4,
+            Health::Degraded => 5,
         }
     }
 
@@ -285,7 +311,12 @@ pub struct DeploymentCard {
     /// The environment.
     pub environment: String,
     /// When the environment's cluster became unreachable, if it is: the card's data is then as of that time.
+    /// With several clusters, the earliest of those unreachable ([`DeploymentCard::clusters`] says which).
     pub unreachable_since: Option<String>,
+    /// Each workload cluster running the environment, by name: one for most environments, several when it
+    /// spans regions. The card's other fields gather all of them; these say how each stands.
+    #[serde(default)]
+    pub clusters: Vec<ClusterView>,
     /// What the Release asks for.
     pub release: Option<ReleaseView>,
     /// The version the pods run (short commit), if they agree on one.
@@ -442,6 +473,9 @@ pub struct RolloutView {
 pub struct PodView {
     /// Its name.
     pub name: String,
+    /// The cluster it runs on (its logs are read there).
+    #[serde(default)]
+    pub cluster: String,
     /// `Running`, `Pending`, …
     pub phase: String,
     /// All containers ready.
@@ -456,6 +490,27 @@ pub struct PodView {
     pub containers: Vec<String>,
     /// RFC 3339.
     pub started_at: Option<String>,
+}
+
+/// How one service stands on one of its environment's clusters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterView {
+    /// The cluster's name (`prod-eu`).
+    pub name: String,
+    /// When Tower lost the cluster (RFC 3339), if it has: what follows is as of then.
+    pub unreachable_since: Option<String>,
+    /// The version its pods run (short commit), if they agree on one.
+    pub running_version: Option<String>,
+    /// The Argo CD Application deploying the service there, by name.
+    pub application: Option<String>,
+    /// That Application's sync status.
+    pub sync: SyncStatus,
+    /// That Application's health.
+    pub health: Health,
+    /// Pods ready there.
+    pub pods_ready: u32,
+    /// Pods there.
+    pub pods_total: u32,
 }
 
 /// The database schema compared with the code that runs.
@@ -1039,7 +1094,8 @@ pub struct SchemaCheckView {
     pub error_hidden: bool,
 }
 
-/// An environment and its cluster: `GET /api/v1/environments`.
+/// A workload cluster and the environment it runs: `GET /api/v1/environments` (an environment spanning
+/// several clusters has an entry per cluster).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EnvironmentView {
     /// `dev`, `prod`.
@@ -1059,8 +1115,8 @@ pub struct SyncRequest {
 /// Answer to a sync request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SyncResponse {
-    /// The Application synced.
+    /// The Application synced; with several clusters in the environment, each one's name, comma-separated.
     pub application: String,
-    /// What Argo CD said.
+    /// What Argo CD said (each instance asked, one after the other).
     pub message: String,
 }

@@ -136,8 +136,8 @@ fn body(card: &Card, now: &str) -> AnyView {
         {image.map(|image| view! { <p class="mono muted image">{image}</p> })}
         {asked_for.map(|asked| banner(Tone::Warn, "≠", "version-drift",
             format!("The Release asks for {asked}; the pods run something else.")))}
-        {card.unreachable_since.as_ref().map(|at| banner(Tone::Unknown, "⚠", "unreachable",
-            format!("The {} cluster is unreachable {}. What follows is its last known state.", card.environment, since(at, now))))}
+        {unreachable_banner(card, now)}
+        {clusters(card, now)}
         {changes(card, now)}
         {card.rollout.as_ref().map(rollout)}
         {workloads(&card.deployments)}
@@ -145,10 +145,84 @@ fn body(card: &Card, now: &str) -> AnyView {
         {card.schema.as_ref().map(schema)}
         {secrets(&card.secrets, now)}
         {cloud_resources(&card.cloud_resources)}
-        {pods(&card.pods, now)}
+        {pods(&card.pods, card.clusters.len() > 1, now)}
         {events(&card.events, now)}
     }
     .into_any()
+}
+
+/// What is lost: the environment's one cluster, or which of its clusters (the others stay live).
+fn unreachable_banner(card: &Card, now: &str) -> Option<AnyView> {
+    let at = card.unreachable_since.as_ref()?;
+    let text = if card.clusters.len() > 1 {
+        let lost: Vec<&str> = card
+            .clusters
+            .iter()
+            .filter(|c| c.unreachable_since.is_some())
+            .map(|c| c.name.as_str())
+            .collect();
+        format!(
+            "{} of {} unreachable {}. What follows from {} is its last known state; the other clusters are live.",
+            lost.join(", "),
+            card.environment,
+            since(at, now),
+            if lost.len() == 1 { "it" } else { "them" },
+        )
+    } else {
+        format!(
+            "The {} cluster is unreachable {}. What follows is its last known state.",
+            card.environment,
+            since(at, now)
+        )
+    };
+    Some(banner(Tone::Unknown, "⚠", "unreachable", text))
+}
+
+/// Each cluster of an environment that spans several: live or lost since when, its version, Argo CD's sync
+/// and health there, and its pods.
+fn clusters(card: &Card, now: &str) -> Option<AnyView> {
+    if card.clusters.len() < 2 {
+        return None;
+    }
+    let rows = card
+        .clusters
+        .iter()
+        .map(|cluster| {
+            let state = if cluster.unreachable_since.is_some() { "unreachable" } else { "live" };
+            let status = match &cluster.unreachable_since {
+                Some(at) => tone_chip(Tone::Unknown, format!("unreachable {}", since(at, now)), Some("cluster-state")),
+                None => tone_chip(Tone::Ok, "live", Some("cluster-state")),
+            };
+            view! {
+                <tr data-testid="card-cluster" data-cluster=cluster.name.clone() data-state=state>
+                    <th scope="row" class="mono">{cluster.name.clone()}</th>
+                    <td>{status}</td>
+                    <td class="mono" data-testid="cluster-version">{cluster.running_version.clone().unwrap_or_else(|| "no version".into())}</td>
+                    <td>
+                        {match &cluster.application {
+                            Some(application) => view! {
+                                <span class="chips" title=format!("Argo CD Application {application}")>
+                                    {sync_chip(cluster.sync)}{health_chip(cluster.health)}
+                                </span>
+                            }.into_any(),
+                            None => view! { <span class="muted">"no Application"</span> }.into_any(),
+                        }}
+                    </td>
+                    <td class="muted">{format!("{}/{} pods ready", cluster.pods_ready, cluster.pods_total)}</td>
+                </tr>
+            }
+        })
+        .map(IntoAny::into_any)
+        .collect_view();
+    Some(
+        view! {
+            <section class="card-section" data-testid="card-clusters">
+                <h3>"Clusters"</h3>
+                <table class="clusters"><tbody>{rows}</tbody></table>
+            </section>
+        }
+        .into_any(),
+    )
 }
 
 fn auto_deploy(card: &Card) -> Option<impl IntoView> {
@@ -604,7 +678,7 @@ fn folded_items(
     )
 }
 
-fn pods(pods: &[PodView], now: &str) -> impl IntoView + use<> {
+fn pods(pods: &[PodView], several_clusters: bool, now: &str) -> impl IntoView + use<> {
     let content = if pods.is_empty() {
         view! { <p class="muted">"No pods run here."</p> }.into_any()
     } else {
@@ -614,8 +688,9 @@ fn pods(pods: &[PodView], now: &str) -> impl IntoView + use<> {
                 let crashloop = is_crashloop(pod);
                 let waiting = pod.waiting_reason.clone().filter(|_| !crashloop);
                 view! {
-                    <tr data-testid="pod-row" data-pod=pod.name.clone() data-restarts=pod.restarts.to_string()>
+                    <tr data-testid="pod-row" data-pod=pod.name.clone() data-cluster=pod.cluster.clone() data-restarts=pod.restarts.to_string()>
                         <td class="mono">{pod.name.clone()}</td>
+                        {several_clusters.then(|| view! { <td class="muted">{pod.cluster.clone()}</td> })}
                         <td>
                             {pod.phase.clone()}" "
                             {if pod.ready { tone_chip(Tone::Ok, "Ready", None) } else { tone_chip(Tone::Bad, "Not ready", None) }}

@@ -173,8 +173,9 @@ impl Inner {
         Ok(())
     }
 
-    /// taskapp-catalog: points `<svc>-<env>` at the derived chart source and image; a new revision makes it
-    /// OutOfSync, and the automated sync policy starts a sync.
+    /// taskapp-catalog: points the Application of `service` on each cluster of `env` (`<svc>-<cluster>`) at
+    /// the derived chart source and image; a new revision makes it OutOfSync, and the automated sync policy
+    /// starts a sync.
     pub(super) fn application_set(
         &self,
         state: &mut State,
@@ -198,16 +199,34 @@ impl Inner {
             .git(service)
             .resolve(&version)?
             .with_context(|| format!("no commit {version} in {service}"))?;
-        let app = argo_fixtures::application_name(service, env);
+        for cluster in self.clusters_of(env)? {
+            self.point_application(state, at, service, env, &cluster.name, &sha)?;
+        }
+        Ok(())
+    }
+
+    /// Points `service`'s Application on `cluster_name` at `sha`, creating it for a new service.
+    fn point_application(
+        &self,
+        state: &mut State,
+        at: Timestamp,
+        service: &str,
+        env: &str,
+        cluster_name: &str,
+        sha: &str,
+    ) -> anyhow::Result<()> {
+        let management = self.management().context("no management cluster")?;
+        let app = argo_fixtures::application_name(service, cluster_name);
         if management
             .get(APPLICATION.0, APPLICATION.1, Some(ARGOCD_NAMESPACE), &app)
             .is_none()
         {
             let plan = self.plan(service)?;
-            let commit = self.commit_of(service, &sha)?;
+            let commit = self.commit_of(service, sha)?;
             let (single, histories) = at_commit(&plan, &commit);
-            let mut created = argo_fixtures::application(&single, env, &histories, at)
-                .context("building the Application")?;
+            let mut created =
+                argo_fixtures::application_on(&single, env, cluster_name, &histories, at)
+                    .context("building the Application")?;
             created["metadata"]["creationTimestamp"] = json!(stamp(at));
             created["status"]["sync"]["status"] = json!("OutOfSync");
             created["status"]["sync"]["revision"] = json!("");
@@ -316,8 +335,12 @@ impl Inner {
         let env = str_at(
             &current,
             &format!("/metadata/labels/{}", esc(shared::crd::ENVIRONMENT_LABEL)),
-        )
-        .to_string();
+        );
+        // The cluster it deploys to: the one it names, else its environment's only one.
+        let cluster_name = match str_at(&current, "/spec/destination/name") {
+            "" => env.to_string(),
+            named => named.to_string(),
+        };
         self.update(&management, APPLICATION, Some(ARGOCD_NAMESPACE), app, |a| {
             let source = a["spec"]["source"].clone();
             let destination = a["spec"]["destination"].clone();
@@ -376,7 +399,13 @@ impl Inner {
             ),
         );
         if moved && !service.is_empty() {
-            state.schedule(secs(at, 2), Action::RolloutStart { service, env });
+            state.schedule(
+                secs(at, 2),
+                Action::RolloutStart {
+                    service,
+                    cluster: cluster_name,
+                },
+            );
         }
         Ok(())
     }
@@ -387,30 +416,31 @@ impl Inner {
         state: &mut State,
         at: Timestamp,
         service: &str,
-        env: &str,
+        cluster_name: &str,
     ) -> anyhow::Result<()> {
         let plan = self.plan(service)?;
         let management = self.management().context("no management cluster")?;
-        let app = argo_fixtures::application_name(service, env);
+        let app = argo_fixtures::application_name(service, cluster_name);
         let application = management
             .get(APPLICATION.0, APPLICATION.1, Some(ARGOCD_NAMESPACE), &app)
             .context("the Application is gone")?;
         let sha = str_at(&application, "/spec/source/targetRevision").to_string();
         let commit = self.commit_of(service, &sha)?;
-        let cluster = self.cluster(env).context("no workload cluster")?;
-        let key = format!("{service}/{env}");
+        let (cluster, workload) = self.workload(cluster_name)?;
+        let env = workload.environment;
+        let key = format!("{service}/{cluster_name}");
         let Some(rollout) = cluster.get(ROLLOUT.0, ROLLOUT.1, Some(service), service) else {
             // A new service: its chart's objects appear at once, already rolled out.
             let (single, histories) = at_commit(&plan, &commit);
             let mut objects = vec![workloads::namespace(service, Some(env), at)];
             objects.extend(workloads::objects(&single, env, &histories, at));
-            crate::fixtures::apply_all(&cluster, objects)?;
-            state.note(at, format!("rollouts: created {service} in {env}"));
+            crate::fixtures::apply_all(&cluster, crate::fixtures::placed_on(objects, &workload))?;
+            state.note(at, format!("rollouts: created {service} in {cluster_name}"));
             state.schedule(
                 secs(at, 3),
                 Action::AppHealth {
                     service: service.into(),
-                    env: env.into(),
+                    cluster: cluster_name.into(),
                 },
             );
             return Ok(());
@@ -432,7 +462,7 @@ impl Inner {
                 secs(at, 3),
                 Action::AppHealth {
                     service: service.into(),
-                    env: env.into(),
+                    cluster: cluster_name.into(),
                 },
             );
             return Ok(());
@@ -537,13 +567,13 @@ impl Inner {
         );
         state.note(
             at,
-            format!("rollouts: {service} {env} revision {revision} started (step 0)"),
+            format!("rollouts: {service} {cluster_name} revision {revision} started (step 0)"),
         );
         state.schedule(
             secs(at, 3),
             Action::RolloutStep {
                 service: service.into(),
-                env: env.into(),
+                cluster: cluster_name.into(),
                 generation,
             },
         );
@@ -556,27 +586,27 @@ impl Inner {
         state: &mut State,
         at: Timestamp,
         service: &str,
-        env: &str,
+        cluster_name: &str,
         generation: u64,
     ) -> anyhow::Result<()> {
-        let key = format!("{service}/{env}");
+        let key = format!("{service}/{cluster_name}");
         let Some(mut run) = state.rollouts.get(&key).cloned() else {
             return Ok(());
         };
         if run.generation != generation {
             return Ok(());
         }
-        let cluster = self.cluster(env).context("no workload cluster")?;
+        let (cluster, _) = self.workload(cluster_name)?;
         let steps = canary_steps();
         let total = steps.as_array().map_or(0, Vec::len);
         let step = steps[run.step].clone();
         let next = Action::RolloutStep {
             service: service.into(),
-            env: env.into(),
+            cluster: cluster_name.into(),
             generation,
         };
         if let Some(weight) = step["setWeight"].as_i64() {
-            let updated = self.scale_canary(state, at, service, env, &run, weight)?;
+            let updated = self.scale_canary(state, at, service, cluster_name, &run, weight)?;
             run.step += 1;
             let index = run.step;
             self.update(&cluster, ROLLOUT, Some(service), service, |r| {
@@ -598,19 +628,19 @@ impl Inner {
             )?;
             state.note(
                 at,
-                format!("rollouts: {service} {env} step {index} (setWeight {weight})"),
+                format!("rollouts: {service} {cluster_name} step {index} (setWeight {weight})"),
             );
             if run.bad {
                 state.schedule(
                     secs(at, 30),
                     Action::RolloutAbort {
                         service: service.into(),
-                        env: env.into(),
+                        cluster: cluster_name.into(),
                         generation,
                     },
                 );
             } else if index >= total {
-                return self.rollout_complete(state, at, service, env, &run);
+                return self.rollout_complete(state, at, service, cluster_name, &run);
             } else {
                 state.schedule(secs(at, 5), next);
             }
@@ -646,7 +676,9 @@ impl Inner {
                 )?;
                 state.note(
                     at,
-                    format!("rollouts: {service} {env} step {index} (pause {duration} over)"),
+                    format!(
+                        "rollouts: {service} {cluster_name} step {index} (pause {duration} over)"
+                    ),
                 );
                 state.schedule(secs(at, 1), next);
             } else {
@@ -670,7 +702,7 @@ impl Inner {
                 )?;
                 state.note(
                     at,
-                    format!("rollouts: {service} {env} paused for {duration}"),
+                    format!("rollouts: {service} {cluster_name} paused for {duration}"),
                 );
                 state.schedule(secs(at, seconds), next);
             }
@@ -712,11 +744,11 @@ impl Inner {
         state: &mut State,
         at: Timestamp,
         service: &str,
-        env: &str,
+        cluster_name: &str,
         run: &RolloutRun,
     ) -> anyhow::Result<()> {
-        let cluster = self.cluster(env).context("no workload cluster")?;
-        state.rollouts.remove(&format!("{service}/{env}"));
+        let (cluster, _) = self.workload(cluster_name)?;
+        state.rollouts.remove(&format!("{service}/{cluster_name}"));
         self.delete_pods(&cluster, service, |hash| hash != run.new_hash);
         self.update(&cluster, ROLLOUT, Some(service), service, |r| {
             settle(r, &run.new_hash, at);
@@ -767,7 +799,7 @@ impl Inner {
         state.note(
             at,
             format!(
-                "rollouts: {service} {env} Healthy at {}",
+                "rollouts: {service} {cluster_name} Healthy at {}",
                 run.commit.short()
             ),
         );
@@ -775,7 +807,7 @@ impl Inner {
             secs(at, 3),
             Action::AppHealth {
                 service: service.into(),
-                env: env.into(),
+                cluster: cluster_name.into(),
             },
         );
         Ok(())
@@ -787,10 +819,10 @@ impl Inner {
         state: &mut State,
         at: Timestamp,
         service: &str,
-        env: &str,
+        cluster_name: &str,
         generation: u64,
     ) -> anyhow::Result<()> {
-        let key = format!("{service}/{env}");
+        let key = format!("{service}/{cluster_name}");
         let Some(run) = state.rollouts.get(&key).cloned() else {
             return Ok(());
         };
@@ -798,7 +830,7 @@ impl Inner {
             return Ok(());
         }
         state.rollouts.remove(&key);
-        let cluster = self.cluster(env).context("no workload cluster")?;
+        let (cluster, _) = self.workload(cluster_name)?;
         let message = format!(
             "RolloutAborted: Rollout aborted update to revision {}",
             run.revision
@@ -830,7 +862,7 @@ impl Inner {
         state.note(
             at,
             format!(
-                "rollouts: {service} {env} Degraded (aborted revision {})",
+                "rollouts: {service} {cluster_name} Degraded (aborted revision {})",
                 run.revision
             ),
         );
@@ -838,7 +870,7 @@ impl Inner {
             secs(at, 3),
             Action::AppHealth {
                 service: service.into(),
-                env: env.into(),
+                cluster: cluster_name.into(),
             },
         );
         Ok(())
@@ -850,9 +882,9 @@ impl Inner {
         state: &mut State,
         at: Timestamp,
         service: &str,
-        env: &str,
+        cluster_name: &str,
     ) -> anyhow::Result<()> {
-        let cluster = self.cluster(env).context("no workload cluster")?;
+        let (cluster, _) = self.workload(cluster_name)?;
         let management = self.management().context("no management cluster")?;
         let (health, message) = match cluster.get(ROLLOUT.0, ROLLOUT.1, Some(service), service) {
             Some(r) => match str_at(&r, "/status/phase") {
@@ -862,7 +894,7 @@ impl Inner {
             },
             None => ("Healthy", None),
         };
-        let app = argo_fixtures::application_name(service, env);
+        let app = argo_fixtures::application_name(service, cluster_name);
         self.update(
             &management,
             APPLICATION,
@@ -891,12 +923,13 @@ impl Inner {
         state: &mut State,
         at: Timestamp,
         service: &str,
-        env: &str,
+        cluster_name: &str,
         run: &RolloutRun,
         weight: i64,
     ) -> anyhow::Result<i64> {
         let plan = self.plan(service)?;
-        let cluster = self.cluster(env).context("no workload cluster")?;
+        let (cluster, workload) = self.workload(cluster_name)?;
+        let env = workload.environment;
         let desired = workloads::replicas(env);
         let wanted = (desired * weight + 99) / 100;
         let pods = cluster.list_namespaced("v1", "Pod", service);
@@ -904,7 +937,10 @@ impl Inner {
             .iter()
             .partition(|p| p["metadata"]["labels"][ROLLOUT_HASH_LABEL] == run.new_hash.as_str());
         let (single, histories) = at_commit(&plan, &run.commit);
-        let built = workloads::pods(&single, env, &run.commit, &histories, at);
+        let built = crate::fixtures::placed_on(
+            workloads::pods(&single, env, &run.commit, &histories, at),
+            &workload,
+        );
         let existing: Vec<&str> = new.iter().map(|p| str_at(p, "/metadata/name")).collect();
         let mut created = 0;
         for mut pod in built.into_iter().take(wanted as usize) {
@@ -1084,9 +1120,13 @@ impl Inner {
 
     /// A new Component: its namespace on every workload cluster. Its Applications follow its Releases.
     fn onboard(&self, state: &mut State, at: Timestamp, service: &str) -> anyhow::Result<()> {
-        for env in world::ENVIRONMENTS {
-            if let Some(cluster) = self.cluster(env) {
-                cluster.apply(workloads::namespace(service, Some(env), at))?;
+        for workload in self.world.topology.workload_clusters() {
+            if let Some(cluster) = self.cluster(&workload.name) {
+                cluster.apply(workloads::namespace(
+                    service,
+                    Some(workload.environment),
+                    at,
+                ))?;
             }
         }
         state.note(at, format!("platform: onboarded {service}"));

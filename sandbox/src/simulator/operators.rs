@@ -11,7 +11,7 @@ use super::argo::{PLATFORM_API, crash_lines, parse_duration};
 use super::{Action, Inner, State, secs, str_at, time_at};
 use crate::fixtures::{crossplane, hex, secrets, stamp, workloads};
 use crate::git::people;
-use crate::world::{Commit, ENVIRONMENTS, PLATFORM_NAMESPACE, SERVICES};
+use crate::world::{Commit, PLATFORM_NAMESPACE, SERVICES};
 
 /// How long a new database takes to become available.
 const PROVISIONING: i64 = 180;
@@ -211,7 +211,8 @@ impl Inner {
         Ok(())
     }
 
-    /// A new Database: Crossplane's claim, composite and managed resources appear, not Ready yet.
+    /// A new Database: Crossplane's claim, composite and managed resources appear on every cluster of `env`,
+    /// not Ready yet.
     pub(super) fn database_created(
         &self,
         state: &mut State,
@@ -232,10 +233,6 @@ impl Inner {
                 d["status"] = json!({"available": false, "boundComponents": [service]});
             },
         )?;
-        let cluster = self.cluster(env).context("no workload cluster")?;
-        if cluster.get("v1", "Namespace", None, service).is_none() {
-            cluster.apply(workloads::namespace(service, Some(env), at))?;
-        }
         let mut objects = crossplane::objects(&plan, env, at);
         for object in &mut objects {
             object["metadata"]["creationTimestamp"] = json!(stamp(at));
@@ -244,7 +241,16 @@ impl Inner {
                 {"type": "Ready", "status": "False", "reason": "Creating", "lastTransitionTime": stamp(at)},
             ]);
         }
-        crate::fixtures::apply_all(&cluster, objects)?;
+        for workload in self.clusters_of(env)? {
+            let (cluster, _) = self.workload(&workload.name)?;
+            if cluster.get("v1", "Namespace", None, service).is_none() {
+                cluster.apply(workloads::namespace(service, Some(env), at))?;
+            }
+            crate::fixtures::apply_all(
+                &cluster,
+                crate::fixtures::placed_on(objects.clone(), &workload),
+            )?;
+        }
         state.note(at, format!("crossplane: claim {service} in {env} Creating"));
         state.schedule(
             secs(at, PROVISIONING),
@@ -256,7 +262,8 @@ impl Inner {
         Ok(())
     }
 
-    /// Crossplane finishes: the claim and what it composed are Ready, the Database available.
+    /// Crossplane finishes: the claim and what it composed are Ready on every cluster of `env`, the Database
+    /// available.
     pub(super) fn claim_ready(
         &self,
         state: &mut State,
@@ -265,22 +272,24 @@ impl Inner {
         env: &str,
     ) -> anyhow::Result<()> {
         let management = self.management().context("no management cluster")?;
-        let cluster = self.cluster(env).context("no workload cluster")?;
         let mut plan = self.plan(service)?;
         plan.database = true;
-        for object in crossplane::objects(&plan, env, at) {
-            let api = str_at(&object, "/apiVersion").to_string();
-            let kind = str_at(&object, "/kind").to_string();
-            let namespace = object["metadata"]["namespace"].as_str().map(str::to_string);
-            let name = str_at(&object, "/metadata/name").to_string();
-            self.update(&cluster, (&api, &kind), namespace.as_deref(), &name, |o| {
-                o["status"] = object["status"].clone();
-                if let Some(conditions) = o["status"]["conditions"].as_array_mut() {
-                    for c in conditions {
-                        c["lastTransitionTime"] = json!(stamp(at));
+        for workload in self.clusters_of(env)? {
+            let (cluster, _) = self.workload(&workload.name)?;
+            for object in crossplane::objects(&plan, env, at) {
+                let api = str_at(&object, "/apiVersion").to_string();
+                let kind = str_at(&object, "/kind").to_string();
+                let namespace = object["metadata"]["namespace"].as_str().map(str::to_string);
+                let name = str_at(&object, "/metadata/name").to_string();
+                self.update(&cluster, (&api, &kind), namespace.as_deref(), &name, |o| {
+                    o["status"] = object["status"].clone();
+                    if let Some(conditions) = o["status"]["conditions"].as_array_mut() {
+                        for c in conditions {
+                            c["lastTransitionTime"] = json!(stamp(at));
+                        }
                     }
-                }
-            })?;
+                })?;
+            }
         }
         let endpoint = format!("{}:5432", crossplane::endpoint_host(&plan, env));
         self.update(
@@ -306,8 +315,8 @@ impl Inner {
             ("POST", "/v1/search?q=shoes"),
             ("GET", "/metrics"),
         ];
-        for env in ENVIRONMENTS {
-            let Some(cluster) = self.cluster(env) else {
+        for workload in self.world.topology.workload_clusters() {
+            let Some(cluster) = self.cluster(&workload.name) else {
                 continue;
             };
             for plan in &SERVICES {
@@ -352,8 +361,9 @@ impl Inner {
     /// Crash-looping containers restart after their back-off: the log moves to `previous`, the crash is
     /// logged again, the restart count goes up.
     pub(super) fn crash_loops(&self, state: &mut State, at: Timestamp) {
-        for env in ENVIRONMENTS {
-            let Some(cluster) = self.cluster(env) else {
+        for workload in self.world.topology.workload_clusters() {
+            let env = workload.environment;
+            let Some(cluster) = self.cluster(&workload.name) else {
                 continue;
             };
             for plan in &SERVICES {
@@ -412,7 +422,10 @@ impl Inner {
                     if result.is_ok() {
                         state.note(
                             at,
-                            format!("kubelet: restarted {}/{name} in {env}", plan.name),
+                            format!(
+                                "kubelet: restarted {}/{name} in {}",
+                                plan.name, workload.name
+                            ),
                         );
                     }
                 }
@@ -424,8 +437,9 @@ impl Inner {
     /// denying the stale one, which therefore stays stale.
     pub(super) fn refresh_secrets(&self, state: &mut State, at: Timestamp) {
         let mut refreshed = 0;
-        for env in ENVIRONMENTS {
-            let Some(cluster) = self.cluster(env) else {
+        for workload in self.world.topology.workload_clusters() {
+            let env = workload.environment;
+            let Some(cluster) = self.cluster(&workload.name) else {
                 continue;
             };
             for secret in cluster.list("external-secrets.io/v1", "ExternalSecret") {

@@ -38,7 +38,13 @@ fn installation(sandbox: &Sandbox) -> Octocrab {
 
 /// Opens a pull request on `application-repositories` writing `content` to `path`, as Tower's GitHub App
 /// does, and merges it as grace.
-async fn merge_change(sandbox: &Sandbox, path: &str, content: &str, title: &str, branch: &str) {
+pub(crate) async fn merge_change(
+    sandbox: &Sandbox,
+    path: &str,
+    content: &str,
+    title: &str,
+    branch: &str,
+) {
     let octo = installation(sandbox);
     let repo = octo.repos("acme", GITOPS_REPOSITORY);
     let main = repo

@@ -10,9 +10,9 @@ use kube::api::DynamicObject;
 use serde_json::Value;
 use shared::crd::{DatabaseSchema, Release};
 use shared::fleet::{
-    ActivityItem, ActivityKind, ApplicationView, CellProblem, CloudResourceView, CommitView,
-    ComposedResourceView, DeploymentCard, EVENTS_SHOWN, EnvironmentCell, EventView, Health,
-    OperationView, PodView, ReleaseView, RolloutStep, RolloutView, SchemaView, SecretView,
+    ActivityItem, ActivityKind, ApplicationView, CellProblem, CloudResourceView, ClusterView,
+    CommitView, ComposedResourceView, DeploymentCard, EVENTS_SHOWN, EnvironmentCell, EventView,
+    Health, OperationView, PodView, ReleaseView, RolloutStep, RolloutView, SchemaView, SecretView,
     SyncStatus, WorkloadView,
 };
 
@@ -25,12 +25,14 @@ pub struct CardInputs<'a> {
     pub environment: &'a str,
     /// Its Release here.
     pub release: Option<&'a Release>,
-    /// Its Argo CD Application here (`argoproj.io/v1alpha1`).
-    pub application: Option<&'a DynamicObject>,
+    /// Its Argo CD Applications here (`argoproj.io/v1alpha1`), one per cluster of the environment.
+    pub applications: Vec<&'a DynamicObject>,
+    /// The environment's workload clusters, in configuration order.
+    pub clusters: Vec<ClusterInput<'a>>,
     /// Its Argo Rollout.
     pub rollout: Option<&'a DynamicObject>,
-    /// Its pods.
-    pub pods: Vec<&'a Pod>,
+    /// Its pods, each with the cluster it runs on.
+    pub pods: Vec<(&'a str, &'a Pod)>,
     /// The DatabaseSchema of its bound database here.
     pub schema: Option<&'a DatabaseSchema>,
     /// Its External Secrets.
@@ -44,14 +46,21 @@ pub struct CardInputs<'a> {
     pub deployments: Vec<&'a Deployment>,
     /// The events in its namespace here (only Warnings are shown).
     pub events: Vec<&'a Event>,
-    /// Since when the environment's cluster is unreachable.
-    pub unreachable_since: Option<String>,
     /// Commits between the previous and the running version, when fetched.
     pub changes: Vec<CommitView>,
     /// Migration files in the running version's code, when fetched.
     pub migrations_in_code: Option<Vec<String>>,
     /// Now, for staleness.
     pub now: Option<jiff::Timestamp>,
+}
+
+/// One workload cluster of a card's environment.
+#[derive(Debug, Default)]
+pub struct ClusterInput<'a> {
+    /// Its name in the configuration.
+    pub name: &'a str,
+    /// Since when it is unreachable, if it is.
+    pub unreachable_since: Option<String>,
 }
 
 fn text<'a>(value: &'a Value, path: &[&str]) -> Option<&'a str> {
@@ -277,13 +286,14 @@ fn rollout_view(object: &DynamicObject) -> RolloutView {
     }
 }
 
-fn pod_view(pod: &Pod) -> PodView {
+fn pod_view(cluster: &str, pod: &Pod) -> PodView {
     let status = pod.status.as_ref();
     let containers = status
         .and_then(|s| s.container_statuses.as_deref())
         .unwrap_or_default();
     PodView {
         name: pod.metadata.name.clone().unwrap_or_default(),
+        cluster: cluster.to_string(),
         phase: status
             .and_then(|s| s.phase.clone())
             .unwrap_or_else(|| "Unknown".into()),
@@ -567,10 +577,84 @@ fn event_views(events: &[&Event]) -> Vec<EventView> {
         .collect()
 }
 
+/// The Argo CD cluster an Application deploys to, by name (`spec.destination.name`).
+fn destination_name(application: &DynamicObject) -> Option<&str> {
+    text(&application.data, &["spec", "destination", "name"])
+}
+
+/// The Application of `applications` deploying to `cluster`: the one naming it as its destination, or, when
+/// the environment has this one cluster, the only one there is.
+fn application_on<'a>(
+    cluster: &str,
+    applications: &[&'a DynamicObject],
+    only_cluster: bool,
+) -> Option<&'a DynamicObject> {
+    applications
+        .iter()
+        .find(|a| destination_name(a) == Some(cluster))
+        .or_else(|| only_cluster.then(|| applications.first()).flatten())
+        .copied()
+}
+
+/// The Application a card shows (its operation, history and links): with several clusters, the one standing
+/// worst, so a failing region is what the card opens on.
+pub fn shown_application<'a>(applications: &[&'a DynamicObject]) -> Option<&'a DynamicObject> {
+    applications
+        .iter()
+        .rev()
+        .max_by_key(|a| {
+            let view = application_view(a);
+            (view.health.severity(), view.sync.severity())
+        })
+        .copied()
+}
+
+/// How the service stands on one cluster of its environment.
+fn cluster_view(
+    cluster: &ClusterInput<'_>,
+    pods: &[PodView],
+    applications: &[&DynamicObject],
+    only_cluster: bool,
+) -> ClusterView {
+    let here: Vec<PodView> = pods
+        .iter()
+        .filter(|p| p.cluster == cluster.name)
+        .cloned()
+        .collect();
+    let application =
+        application_on(cluster.name, applications, only_cluster).map(application_view);
+    ClusterView {
+        name: cluster.name.to_string(),
+        unreachable_since: cluster.unreachable_since.clone(),
+        running_version: running_version(&here),
+        sync: application.as_ref().map(|a| a.sync).unwrap_or_default(),
+        health: application.as_ref().map(|a| a.health).unwrap_or_default(),
+        application: application.map(|a| a.name),
+        pods_ready: u32::try_from(here.iter().filter(|p| p.ready).count()).unwrap_or(u32::MAX),
+        pods_total: u32::try_from(here.len()).unwrap_or(u32::MAX),
+    }
+}
+
 /// The card for one service in one environment.
 pub fn card(inputs: CardInputs<'_>) -> DeploymentCard {
-    let mut pods: Vec<PodView> = inputs.pods.iter().map(|p| pod_view(p)).collect();
-    pods.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut pods: Vec<PodView> = inputs
+        .pods
+        .iter()
+        .map(|(cluster, pod)| pod_view(cluster, pod))
+        .collect();
+    pods.sort_by(|a, b| (&a.name, &a.cluster).cmp(&(&b.name, &b.cluster)));
+    let only_cluster = inputs.clusters.len() == 1;
+    let clusters: Vec<ClusterView> = inputs
+        .clusters
+        .iter()
+        .map(|cluster| cluster_view(cluster, &pods, &inputs.applications, only_cluster))
+        .collect();
+    // The card's data is as of the first cluster lost.
+    let unreachable_since = clusters
+        .iter()
+        .filter_map(|c| c.unreachable_since.clone())
+        .min();
+    let application = shown_application(&inputs.applications);
     let mut secrets: Vec<SecretView> = inputs
         .secrets
         .iter()
@@ -593,12 +677,13 @@ pub fn card(inputs: CardInputs<'_>) -> DeploymentCard {
     DeploymentCard {
         service: inputs.service.to_string(),
         environment: inputs.environment.to_string(),
-        unreachable_since: inputs.unreachable_since,
+        unreachable_since,
+        clusters,
         release: inputs.release.map(release_view),
         running_version: running_version(&pods),
-        previous_version: inputs.application.and_then(|a| previous_version(&a.data)),
+        previous_version: application.and_then(|a| previous_version(&a.data)),
         changes: inputs.changes,
-        application: inputs.application.map(application_view),
+        application: application.map(application_view),
         rollout: inputs.rollout.map(rollout_view),
         schema: inputs
             .schema
@@ -613,21 +698,48 @@ pub fn card(inputs: CardInputs<'_>) -> DeploymentCard {
     }
 }
 
-/// The Overview cell summarising a card.
+/// The Overview cell summarising a card: with several clusters, the worst of them.
 pub fn cell(card: &DeploymentCard) -> EnvironmentCell {
-    let sync = card
-        .application
-        .as_ref()
-        .map(|a| a.sync)
-        .unwrap_or_default();
-    let health = card
-        .application
-        .as_ref()
-        .map(|a| a.health)
-        .unwrap_or_default();
+    let deployed: Vec<&ClusterView> = card
+        .clusters
+        .iter()
+        .filter(|c| c.application.is_some())
+        .collect();
+    let (sync, health) = if deployed.is_empty() {
+        card.application
+            .as_ref()
+            .map(|a| (a.sync, a.health))
+            .unwrap_or_default()
+    } else {
+        (
+            deployed
+                .iter()
+                .map(|c| c.sync)
+                .max_by_key(|s| s.severity())
+                .unwrap_or_default(),
+            deployed
+                .iter()
+                .map(|c| c.health)
+                .max_by_key(|h| h.severity())
+                .unwrap_or_default(),
+        )
+    };
     let wanted = card.release.as_ref().map(|r| r.version.as_str());
-    let running = card.running_version.as_deref();
-    let version_drift = matches!((wanted, running), (Some(w), Some(r)) if w != r);
+    let differs = |running: Option<&str>| matches!((wanted, running), (Some(w), Some(r)) if w != r);
+    let version_drift = differs(card.running_version.as_deref())
+        || card
+            .clusters
+            .iter()
+            .any(|c| differs(c.running_version.as_deref()));
+    let unreachable_clusters = if card.clusters.len() > 1 {
+        card.clusters
+            .iter()
+            .filter(|c| c.unreachable_since.is_some())
+            .map(|c| c.name.clone())
+            .collect()
+    } else {
+        Vec::new()
+    };
     EnvironmentCell {
         environment: card.environment.clone(),
         version: card
@@ -638,6 +750,7 @@ pub fn cell(card: &DeploymentCard) -> EnvironmentCell {
         health,
         drift: version_drift || sync == SyncStatus::OutOfSync,
         unreachable_since: card.unreachable_since.clone(),
+        unreachable_clusters,
         problems: problems(card),
     }
 }
@@ -669,6 +782,151 @@ pub fn problems(card: &DeploymentCard) -> Vec<CellProblem> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// payments' Application on `cluster`, as an ApplicationSet's cluster generator writes it.
+    fn application_on_cluster(cluster: &str, sync: &str, health: &str) -> DynamicObject {
+        object(json!({
+            "apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+            "metadata": {"name": format!("payments-{cluster}"), "namespace": "argocd"},
+            "spec": {"destination": {"name": cluster, "namespace": "payments"}},
+            "status": {"sync": {"status": sync}, "health": {"status": health}}
+        }))
+    }
+
+    fn pod_running(name: &str, tag: &str, ready: bool) -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "payments"},
+            "spec": {"containers": [{"name": "app", "image": format!("ghcr.io/acme/payments:{tag}")}]},
+            "status": {"phase": "Running", "containerStatuses": [{
+                "name": "app", "ready": ready, "restartCount": 0, "image": "x", "imageID": ""}]}
+        }))
+        .expect("a pod")
+    }
+
+    #[test]
+    fn an_environment_on_two_clusters_shows_each_and_its_cell_the_worst() {
+        let eu = application_on_cluster("prod-eu", "Synced", "Healthy");
+        let us = application_on_cluster("prod-us", "OutOfSync", "Degraded");
+        let (eu_pod, us_pod, us_old) = (
+            pod_running("payments-a", "9eab324", true),
+            pod_running("payments-b", "9eab324", false),
+            pod_running("payments-c", "1111111", true),
+        );
+        let since = "2026-12-04T10:00:00Z".to_string();
+        let card = card(CardInputs {
+            service: "payments",
+            environment: "prod",
+            // Listed in the other order: each Application is matched by its destination, not its place.
+            applications: vec![&us, &eu],
+            clusters: vec![
+                ClusterInput {
+                    name: "prod-eu",
+                    unreachable_since: None,
+                },
+                ClusterInput {
+                    name: "prod-us",
+                    unreachable_since: Some(since.clone()),
+                },
+            ],
+            pods: vec![
+                ("prod-eu", &eu_pod),
+                ("prod-us", &us_pod),
+                ("prod-us", &us_old),
+            ],
+            ..Default::default()
+        });
+        let [eu_view, us_view] = card.clusters.as_slice() else {
+            panic!("two clusters: {:?}", card.clusters);
+        };
+        assert_eq!(
+            (
+                eu_view.name.as_str(),
+                eu_view.application.as_deref(),
+                eu_view.sync,
+                eu_view.health
+            ),
+            (
+                "prod-eu",
+                Some("payments-prod-eu"),
+                SyncStatus::Synced,
+                Health::Healthy
+            )
+        );
+        assert_eq!((eu_view.pods_ready, eu_view.pods_total), (1, 1));
+        assert_eq!(eu_view.running_version.as_deref(), Some("9eab324"));
+        assert!(eu_view.unreachable_since.is_none());
+        assert_eq!(us_view.application.as_deref(), Some("payments-prod-us"));
+        assert_eq!((us_view.pods_ready, us_view.pods_total), (1, 2));
+        assert_eq!(us_view.running_version, None, "its pods disagree");
+        assert_eq!(us_view.unreachable_since.as_deref(), Some(since.as_str()));
+        // The card opens on the cluster standing worst, and its data is as of the first cluster lost.
+        assert_eq!(
+            card.application.as_ref().map(|a| a.name.as_str()),
+            Some("payments-prod-us")
+        );
+        assert_eq!(card.unreachable_since.as_deref(), Some(since.as_str()));
+        assert_eq!(
+            card.pods
+                .iter()
+                .map(|p| p.cluster.as_str())
+                .collect::<Vec<_>>(),
+            ["prod-eu", "prod-us", "prod-us"]
+        );
+
+        let cell = cell(&card);
+        assert_eq!(
+            (cell.sync, cell.health),
+            (SyncStatus::OutOfSync, Health::Degraded)
+        );
+        assert_eq!(cell.unreachable_clusters, ["prod-us"]);
+        assert!(
+            cell.drift,
+            "out of sync on one cluster is drift for the environment"
+        );
+    }
+
+    #[test]
+    fn one_cluster_behind_its_release_is_drift_even_when_the_other_matches() {
+        let (eu, us) = (
+            application_on_cluster("prod-eu", "Synced", "Healthy"),
+            application_on_cluster("prod-us", "Synced", "Healthy"),
+        );
+        let (new, old) = (
+            pod_running("a", "bbbbbbb", true),
+            pod_running("b", "aaaaaaa", true),
+        );
+        let mut card = card(CardInputs {
+            service: "payments",
+            environment: "prod",
+            applications: vec![&eu, &us],
+            clusters: vec![
+                ClusterInput {
+                    name: "prod-eu",
+                    unreachable_since: None,
+                },
+                ClusterInput {
+                    name: "prod-us",
+                    unreachable_since: None,
+                },
+            ],
+            pods: vec![("prod-eu", &new), ("prod-us", &old)],
+            ..Default::default()
+        });
+        card.release = Some(ReleaseView {
+            version: "bbbbbbb".into(),
+            image: "x:bbbbbbb".into(),
+            chart_revision: "bbbbbbb".into(),
+            auto_deploy: false,
+            databases: vec![],
+        });
+        let cell = cell(&card);
+        assert!(cell.drift);
+        assert!(cell.unreachable_since.is_none() && cell.unreachable_clusters.is_empty());
+        assert_eq!(
+            (cell.sync, cell.health),
+            (SyncStatus::Synced, Health::Healthy)
+        );
+    }
 
     #[test]
     fn go_durations_parse() {

@@ -188,10 +188,9 @@ pub fn start(
                 by_label(label.clone()),
             )
         },
-        workloads: clusters
-            .workloads
-            .iter()
-            .map(|(environment, cluster, client)| {
+        workloads: clusters.workloads.iter().fold(
+            BTreeMap::<String, Vec<WorkloadStores>>::new(),
+            |mut by_environment, (environment, cluster, client)| {
                 let source = sources.register(cluster, Some(environment.clone()));
                 spawn_recovery_probe(source.clone(), client.clone());
                 // Rollouts and ExternalSecrets (from `watched::WATCHED`) and the configured Crossplane kinds.
@@ -285,9 +284,13 @@ pub fn start(
                         })
                         .collect(),
                 };
-                (environment.clone(), stores)
-            })
-            .collect(),
+                by_environment
+                    .entry(environment.clone())
+                    .or_default()
+                    .push(stores);
+                by_environment
+            },
+        ),
     };
     (stores, sources, dirty_tx, dirty_rx)
 }
@@ -599,11 +602,12 @@ impl Sources {
             .collect()
     }
 
-    /// Environments whose cluster is unreachable, with since when.
+    /// Workload clusters that are unreachable, by name, with since when.
     pub fn unreachable_since(&self) -> BTreeMap<String, String> {
         self.statuses()
             .into_iter()
-            .filter_map(|s| Some((s.environment?, super::unreachable_since(&s.state)?)))
+            .filter(|s| s.environment.is_some())
+            .filter_map(|s| Some((s.cluster, super::unreachable_since(&s.state)?)))
             .collect()
     }
 

@@ -132,30 +132,49 @@ async fn sync(
     body: Option<Json<SyncRequest>>,
 ) -> Result<Json<SyncResponse>> {
     let request = body.map(|Json(b)| b).unwrap_or_default();
-    let application = state
+    let card = state
         .fleet
         .service_detail(&name)
         .and_then(|d| d.cards.into_iter().find(|c| c.environment == env))
-        .and_then(|c| c.application)
-        .ok_or_else(|| Error::NotFound(format!("an Argo CD application for {name} in {env}")))?;
-    let argocd = state
-        .argocd
-        .as_ref()
-        .ok_or(Error::NotConfigured("Argo CD"))?;
+        .ok_or_else(|| Error::NotFound(format!("service {name} in {env}")))?;
+    // Each cluster's Application, through the Argo CD instance deploying there.
+    let applications: Vec<(String, String)> = card
+        .clusters
+        .iter()
+        .filter_map(|c| Some((c.name.clone(), c.application.clone()?)))
+        .collect();
+    if applications.is_empty() {
+        return Err(Error::NotFound(format!(
+            "an Argo CD application for {name} in {env}"
+        )));
+    }
     let login = user.map(|u| u.login).unwrap_or_default();
-    let message = argocd
-        .sync(&application.name, request.force)
-        .await
-        .map_err(|error| match error {
-            ArgoCdError::OperationInProgress => {
-                Error::Conflict(format!("Argo CD is already syncing {}", application.name))
-            }
-            error => Error::upstream("Argo CD", error),
-        })?;
-    tracing::info!(target: "audit", user = %login, action = "sync", target = %application.name, force = request.force, "sync requested");
+    let mut messages = Vec::new();
+    for (cluster, application) in &applications {
+        let argocd = state
+            .argocd
+            .get(cluster)
+            .ok_or(Error::NotConfigured("Argo CD"))?;
+        let message =
+            argocd
+                .sync(application, request.force)
+                .await
+                .map_err(|error| match error {
+                    ArgoCdError::OperationInProgress => {
+                        Error::Conflict(format!("Argo CD is already syncing {application}"))
+                    }
+                    error => Error::upstream("Argo CD", error),
+                })?;
+        tracing::info!(target: "audit", user = %login, action = "sync", target = %application, %cluster, force = request.force, "sync requested");
+        messages.push(message);
+    }
     Ok(Json(SyncResponse {
-        application: application.name,
-        message,
+        application: applications
+            .iter()
+            .map(|(_, application)| application.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        message: messages.join(" "),
     }))
 }
 

@@ -51,10 +51,10 @@ fn card(state: &AppState, name: &str, env: &str) -> Result<DeploymentCard> {
 }
 
 /// The namespace the service's pods run in: a running pod's, else the service's name.
-fn namespace(state: &AppState, card: &DeploymentCard, name: &str, env: &str) -> String {
+fn namespace(state: &AppState, card: &DeploymentCard, name: &str) -> String {
     card.pods
         .iter()
-        .find_map(|p| state.fleet.pod_namespace(env, &p.name))
+        .find_map(|p| state.fleet.pod_namespace(&p.cluster, &p.name))
         .unwrap_or_else(|| name.to_string())
 }
 
@@ -81,7 +81,7 @@ async fn list_log_pods(
             pods,
         }));
     };
-    let namespace = namespace(&state, &card, &name, &env);
+    let namespace = namespace(&state, &card, &name);
     let live: BTreeSet<&str> = card.pods.iter().map(|p| p.name.as_str()).collect();
     let mut store_unavailable = false;
     match history.gone_pods(&env, &namespace, &live).await {
@@ -126,14 +126,15 @@ async fn logs(
             )
             .into());
         }
+        // Read where the pod runs: an environment may span several clusters.
         let client = state
             .workload_clients
-            .get(&env)
+            .get(&pod.cluster)
             .cloned()
-            .ok_or_else(|| Error::NotFound(format!("environment {env}")))?;
+            .ok_or_else(|| Error::NotFound(format!("cluster {} of {env}", pod.cluster)))?;
         let namespace = state
             .fleet
-            .pod_namespace(&env, &pod.name)
+            .pod_namespace(&pod.cluster, &pod.name)
             .unwrap_or_else(|| name.clone());
         let pods: Api<Pod> = Api::namespaced(client, &namespace);
         let params = LogParams {
@@ -166,7 +167,7 @@ async fn logs(
         if !is_pod_name(&query.pod) {
             return Err(not_a_pod());
         }
-        let namespace = namespace(&state, &card, &name, &env);
+        let namespace = namespace(&state, &card, &name);
         let stored = history
             .stored_pods(&env, &namespace)
             .await

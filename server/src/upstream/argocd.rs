@@ -32,6 +32,10 @@ pub enum ArgoCdError {
     Url(#[from] crate::sinks::UrlError),
 }
 
+/// The Argo CD instance deploying to each workload cluster, by cluster name (several clusters share a
+/// client when one instance serves them).
+pub type Instances = std::collections::BTreeMap<String, ArgoCd>;
+
 /// An Argo CD instance.
 #[derive(Clone)]
 pub struct ArgoCd {

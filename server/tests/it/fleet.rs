@@ -140,7 +140,7 @@ async fn the_event_stream_starts_with_a_snapshot_then_carries_changes_from_the_c
 
 /// Reads one card of `service` in `env` as a guest, waiting for facts fetched in the background (the
 /// repository's commits and migrations) to arrive.
-async fn card_eventually(
+pub(crate) async fn card_eventually(
     app: &TestApp,
     service: &str,
     env: &str,
@@ -150,7 +150,7 @@ async fn card_eventually(
 }
 
 /// As [`card_eventually`], waiting at most `limit`.
-async fn card_within(
+pub(crate) async fn card_within(
     app: &TestApp,
     service: &str,
     env: &str,

@@ -37,7 +37,7 @@ async fn log_pods(app: &TestApp, who: &Role, env: &str) -> (StatusCode, Option<R
 
 /// The log lines of an SSE body that ended by itself, parsed; the body must close with the end event,
 /// which tells the browser not to reconnect for the same tail.
-fn lines(body: &str) -> Vec<LogLine> {
+pub(crate) fn lines(body: &str) -> Vec<LogLine> {
     let messages: Vec<(&str, &str)> = body
         .split("\n\n")
         .filter_map(|block| {
@@ -63,7 +63,7 @@ fn lines(body: &str) -> Vec<LogLine> {
         .collect()
 }
 
-fn tail_of(pod: &str, lines: i64) -> LogQuery {
+pub(crate) fn tail_of(pod: &str, lines: i64) -> LogQuery {
     LogQuery {
         pod: pod.into(),
         tail: Some(lines),

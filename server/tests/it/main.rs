@@ -3,6 +3,7 @@
 
 mod auth;
 mod catalog;
+mod clusters;
 mod config;
 mod config_check;
 mod databases;

@@ -159,6 +159,7 @@ mod tests {
             service: "payments".into(),
             environment: env.into(),
             unreachable_since: None,
+            clusters: vec![],
             release: None,
             running_version: Some(version.into()),
             previous_version: None,

@@ -11,6 +11,7 @@ pub fn cell(env: &str, sync: SyncStatus, health: Health) -> EnvironmentCell {
         health,
         drift: false,
         unreachable_since: None,
+        unreachable_clusters: Vec::new(),
         problems: Vec::new(),
     }
 }

@@ -705,6 +705,7 @@ mod tests {
                         health: Health::Healthy,
                         drift: false,
                         unreachable_since: None,
+                        unreachable_clusters: Vec::new(),
                         problems: Vec::new(),
                     })
                     .collect(),

@@ -380,11 +380,19 @@ fn MatrixCell(
                 {cell.drift.then(drift_chip)}
                 {cell.problems.iter().map(|p| problem_chip(*p)).collect_view()}
             </span>
-            {cell.unreachable_since.clone().map(|at| view! {
-                <span class="unreachable small" data-testid="unreachable">
-                    <span class="glyph" aria-hidden="true">"⚠ "</span>
-                    {move || format!("unreachable {}", since(&at, &live.now.get()))}
-                </span>
+            {cell.unreachable_since.clone().map(|at| {
+                // With several clusters, which of them: the others are live.
+                let which = if cell.unreachable_clusters.is_empty() {
+                    "unreachable".to_string()
+                } else {
+                    format!("{} unreachable", cell.unreachable_clusters.join(", "))
+                };
+                view! {
+                    <span class="unreachable small" data-testid="unreachable">
+                        <span class="glyph" aria-hidden="true">"⚠ "</span>
+                        {move || format!("{which} {}", since(&at, &live.now.get()))}
+                    </span>
+                }
             })}
         </td>
     }
