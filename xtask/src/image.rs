@@ -590,16 +590,11 @@ fn ensure_musl_target() -> Result<()> {
 fn missing_tools() -> Vec<String> {
     [("buildah", "buildah"), (MUSL_GCC, "musl-tools")]
         .into_iter()
-        .filter(|(program, _)| !on_path(program))
+        .filter(|(program, _)| !util::on_path(program))
         .map(|(program, package)| {
             format!("`{program}` is missing: install it with `apt-get install -y {package}`")
         })
         .collect()
-}
-
-fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
 }
 
 /// `cargo xtask test`'s image step: builds the image from the `dist/` the run built and smoke-tests it;

@@ -3,6 +3,7 @@
 mod bench;
 mod dist;
 mod image;
+mod kube;
 mod leftovers;
 mod manifests;
 mod memory;
@@ -44,6 +45,12 @@ enum Command {
     /// Build the container image: dist/, a static musl `tower` with the SPA embedded, an OCI archive FROM
     /// scratch at target/image/tower.oci.tar (buildah); `--smoke` then runs the archive's binary.
     Image(image::ImageArgs),
+    /// The real Kubernetes API server tier: `kube build` builds kube-apiserver and etcd from their Go
+    /// modules (testbed/) into target/kube/bin.
+    Kube {
+        #[command(subcommand)]
+        command: kube::KubeCommand,
+    },
     /// Regenerate the roles in deploy/kubernetes/ from the kinds Tower watches, then validate every manifest
     /// there against Kubernetes' schemas (`--check`: validate only).
     Manifests {
@@ -67,6 +74,7 @@ fn main() -> ExitCode {
         Command::Test { skip_e2e } => test::test(skip_e2e),
         Command::Bench(args) => bench::bench(&args),
         Command::Image(args) => image::image(&args),
+        Command::Kube { command } => kube::kube(&command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

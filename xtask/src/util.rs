@@ -46,6 +46,12 @@ pub fn command(program: impl AsRef<OsStr>) -> Command {
     cmd
 }
 
+/// Whether `program` is an executable file in a folder of `PATH`.
+pub fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
+}
+
 /// A `cargo` command with the given arguments (see [`command`]).
 pub fn cargo<I, S>(args: I) -> Command
 where
