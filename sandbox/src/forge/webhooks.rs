@@ -279,11 +279,7 @@ pub fn signature(secret: &str, body: &[u8]) -> String {
         }
         Err(_) => return "sha256=".into(),
     };
-    let mut text = String::from("sha256=");
-    for byte in digest {
-        text.push_str(&format!("{byte:02x}"));
-    }
-    text
+    format!("sha256={}", hex::encode(digest))
 }
 
 /// The event name and JSON body of `hook`. Runs git.

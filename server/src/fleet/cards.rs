@@ -783,6 +783,17 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// A Release asking for `version`.
+    fn release_asking_for(version: &str) -> ReleaseView {
+        ReleaseView {
+            version: version.into(),
+            image: format!("x:{version}"),
+            chart_revision: version.into(),
+            auto_deploy: false,
+            databases: vec![],
+        }
+    }
+
     /// payments' Application on `cluster`, as an ApplicationSet's cluster generator writes it.
     fn application_on_cluster(cluster: &str, sync: &str, health: &str) -> DynamicObject {
         object(json!({
@@ -912,13 +923,7 @@ mod tests {
             pods: vec![("prod-eu", &new), ("prod-us", &old)],
             ..Default::default()
         });
-        card.release = Some(ReleaseView {
-            version: "bbbbbbb".into(),
-            image: "x:bbbbbbb".into(),
-            chart_revision: "bbbbbbb".into(),
-            auto_deploy: false,
-            databases: vec![],
-        });
+        card.release = Some(release_asking_for("bbbbbbb"));
         let cell = cell(&card);
         assert!(cell.drift);
         assert!(cell.unreachable_since.is_none() && cell.unreachable_clusters.is_empty());
@@ -1194,13 +1199,7 @@ mod tests {
             environment: "prod",
             ..Default::default()
         });
-        card.release = Some(ReleaseView {
-            version: "bbbbbbb".into(),
-            image: "x:bbbbbbb".into(),
-            chart_revision: "bbbbbbb".into(),
-            auto_deploy: false,
-            databases: vec![],
-        });
+        card.release = Some(release_asking_for("bbbbbbb"));
         card.running_version = Some("aaaaaaa".into());
         assert!(cell(&card).drift);
         card.running_version = Some("bbbbbbb".into());

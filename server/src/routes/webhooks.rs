@@ -110,7 +110,7 @@ pub fn verify(secret: &[u8], body: &[u8], signature: Option<&str>) -> Result<(),
     let signature = signature.ok_or(WebhookError::Unsigned)?;
     let expected = signature
         .strip_prefix("sha256=")
-        .and_then(decode_hex)
+        .and_then(|hex| hex::decode(hex).ok())
         .ok_or(WebhookError::BadSignature)?;
     let mut mac = Hmac::<Sha256>::new_from_slice(secret).map_err(|_| WebhookError::BadSignature)?;
     mac.update(body);
@@ -125,19 +125,7 @@ pub fn sign(secret: &[u8], body: &[u8]) -> String {
         return String::new();
     };
     mac.update(body);
-    let digest = mac.finalize().into_bytes();
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256={hex}")
-}
-
-fn decode_hex(text: &str) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
-        .collect()
+    format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
 }
 
 async fn receive(
