@@ -22,6 +22,7 @@ use crate::fleet::code::CodeCache;
 use crate::fleet::{FleetModel, watch};
 use crate::pipelines::Pipelines;
 use crate::routes::serving;
+use crate::routes::spa::Spa;
 use crate::shutdown::{GRACE, Shutdown, WRITES_GET};
 use crate::state::{AppState, write_limiter};
 use crate::telemetry::Telemetry;
@@ -119,7 +120,7 @@ pub async fn serve(args: ServeArgs, shutdown: Shutdown) -> anyhow::Result<()> {
     let assets = args
         .assets
         .clone()
-        .unwrap_or_else(crate::routes::spa::default_assets);
+        .map_or_else(Spa::default_for_this_build, Spa::Folder);
     run(config, assets, args.sandbox, shutdown, |listen| {
         deliver_webhooks(&sandbox, &webhook_config, listen)
     })
@@ -132,7 +133,7 @@ pub async fn serve(args: ServeArgs, shutdown: Shutdown) -> anyhow::Result<()> {
 /// `listening` is told the address bound (with port 0, the only way to learn the port).
 pub async fn run(
     config: TowerConfig,
-    assets: PathBuf,
+    assets: Spa,
     sandbox: bool,
     shutdown: Shutdown,
     listening: impl FnOnce(SocketAddr),
@@ -190,16 +191,16 @@ pub async fn serve_on(
 /// Connects the upstreams named in `config` and starts the watch caches.
 pub async fn build_state(
     config: &TowerConfig,
-    assets: PathBuf,
+    assets: impl Into<Spa>,
     sandbox: bool,
 ) -> anyhow::Result<AppState> {
-    Ok(build(config, assets, sandbox).await?.0)
+    Ok(build(config, assets.into(), sandbox).await?.0)
 }
 
 /// As [`build_state`], with the watch caches' sources for Tower's own metrics.
 async fn build(
     config: &TowerConfig,
-    assets: PathBuf,
+    assets: Spa,
     sandbox: bool,
 ) -> anyhow::Result<(AppState, watch::Sources)> {
     let management = config

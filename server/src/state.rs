@@ -1,6 +1,5 @@
 //! What every request handler can reach.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
@@ -22,8 +21,8 @@ pub fn write_limiter() -> WriteLimiter {
 pub struct AppState {
     /// The fleet model, fed by the watch caches.
     pub fleet: FleetModel,
-    /// The folder holding the built SPA (`index.html`, `assets/`).
-    pub assets: PathBuf,
+    /// Where the built SPA (`index.html`, `assets/`) is served from.
+    pub assets: crate::routes::spa::Spa,
     /// Sessions, sign-in and the access policy.
     pub auth: AuthState,
     /// Per-user limit on write attempts.

@@ -8,7 +8,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::Router;
@@ -22,22 +22,39 @@ use tower_http::services::{ServeDir, ServeFile};
 
 use crate::state::AppState;
 
-/// The folder `tower serve` serves when given no `--assets`: none (an empty path, which [`routes`] reads as
-/// "the embedded build") when the binary carries the SPA, else `dist` as `cargo xtask dist` writes it.
-pub fn default_assets() -> PathBuf {
-    if cfg!(feature = "embed-spa") {
-        PathBuf::new()
-    } else {
-        PathBuf::from("dist")
+/// Where the built SPA is served from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Spa {
+    /// The build carried inside the binary (the `embed-spa` feature).
+    Embedded,
+    /// A folder holding a build (`tower serve --assets DIR`: development, Playwright).
+    Folder(PathBuf),
+}
+
+impl From<PathBuf> for Spa {
+    fn from(folder: PathBuf) -> Self {
+        Spa::Folder(folder)
     }
 }
 
-/// Routes serving the built SPA from the folder `assets`, or from the build embedded in the binary when
-/// `assets` is empty (see [`default_assets`]).
-pub fn routes(assets: &Path) -> Router<AppState> {
-    if assets.as_os_str().is_empty() {
-        return embedded::<Dist, AppState>();
+impl Spa {
+    /// What `tower serve` serves when given no `--assets`: the embedded build when the binary carries one,
+    /// else `dist` as `cargo xtask dist` writes it.
+    pub fn default_for_this_build() -> Self {
+        if cfg!(feature = "embed-spa") {
+            Spa::Embedded
+        } else {
+            Spa::Folder(PathBuf::from("dist"))
+        }
     }
+}
+
+/// Routes serving the built SPA from where `spa` says.
+pub fn routes(spa: &Spa) -> Router<AppState> {
+    let assets = match spa {
+        Spa::Embedded => return embedded::<Dist, AppState>(),
+        Spa::Folder(folder) => folder.as_path(),
+    };
     let index = ServeFile::new(assets.join("index.html"))
         .precompressed_br()
         .precompressed_gzip();
@@ -54,17 +71,17 @@ pub fn routes(assets: &Path) -> Router<AppState> {
         .layer(middleware::from_fn(cache_control))
 }
 
-/// Logs a warning when `assets` has no SPA to serve, saying how to build one.
-pub fn warn_if_missing(assets: &Path) {
-    if assets.as_os_str().is_empty() {
-        if Dist::get(INDEX).is_none() {
-            tracing::warn!(
-                "this tower embeds no SPA (dist/ was missing when it was built): run `cargo xtask dist` \
-                 before building with `--features embed-spa`, or give --assets DIR"
-            );
+/// Logs a warning when `spa` has nothing to serve, saying how to build it.
+pub fn warn_if_missing(spa: &Spa) {
+    match spa {
+        Spa::Embedded if Dist::get(INDEX).is_none() => tracing::warn!(
+            "this tower embeds no SPA (dist/ was missing when it was built): run `cargo xtask dist` \
+             before building with `--features embed-spa`, or give --assets DIR"
+        ),
+        Spa::Folder(folder) if !folder.join(INDEX).exists() => {
+            tracing::warn!(assets = %folder.display(), "no index.html here: run `cargo xtask dist` to build the SPA");
         }
-    } else if !assets.join(INDEX).exists() {
-        tracing::warn!(assets = %assets.display(), "no index.html here: run `cargo xtask dist` to build the SPA");
+        Spa::Embedded | Spa::Folder(_) => {}
     }
 }
 

@@ -57,10 +57,16 @@ async fn metrics_count_requests_by_route_template_and_a_real_prometheus_scrapes_
     let assets = tempfile::tempdir().unwrap();
     let (trigger, shutdown) = Shutdown::manual();
     let (tell, listening) = tokio::sync::oneshot::channel();
-    let serving = server::serve::run(config, assets.path().into(), true, shutdown, |listen| {
-        server::sandbox_cli::scrape_tower(&sandbox, listen);
-        let _ = tell.send(listen);
-    });
+    let serving = server::serve::run(
+        config,
+        assets.path().to_path_buf().into(),
+        true,
+        shutdown,
+        |listen| {
+            server::sandbox_cli::scrape_tower(&sandbox, listen);
+            let _ = tell.send(listen);
+        },
+    );
     let check = async {
         let addr = listening.await.unwrap();
         let http = client();
@@ -190,9 +196,15 @@ async fn readyz_is_503_until_every_cluster_has_listed_then_200_while_healthz_sta
     let assets = tempfile::tempdir().unwrap();
     let (trigger, shutdown) = Shutdown::manual();
     let (tell, listening) = tokio::sync::oneshot::channel();
-    let serving = server::serve::run(config, assets.path().into(), true, shutdown, |listen| {
-        let _ = tell.send(listen);
-    });
+    let serving = server::serve::run(
+        config,
+        assets.path().to_path_buf().into(),
+        true,
+        shutdown,
+        |listen| {
+            let _ = tell.send(listen);
+        },
+    );
     let check = async {
         let addr = listening.await.unwrap();
         let http = client();
