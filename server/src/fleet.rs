@@ -779,6 +779,22 @@ impl FleetModel {
         let release = index.releases.get(&key).map(Arc::as_ref);
         let applications = borrowed(&index.applications, &key);
         let application = cards::shown_application(&applications);
+        // One Rollout shows: with several clusters, a reachable one's, so the steps are live.
+        let rollouts = index
+            .rollouts
+            .get(&key)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let reachable = |cluster: &str| {
+            clusters
+                .iter()
+                .any(|c| c.name == cluster && c.unreachable_since.is_none())
+        };
+        let rollout = rollouts
+            .iter()
+            .find(|(cluster, _)| reachable(cluster))
+            .or_else(|| rollouts.first())
+            .map(|(_, rollout)| rollout.as_ref());
         let running_tag = index.pods.get(&key).and_then(|pods| {
             pods.first()
                 .and_then(|(_, p)| p.spec.as_ref()?.containers.first()?.image.clone())
@@ -826,7 +842,7 @@ impl FleetModel {
             release,
             applications,
             clusters,
-            rollout: index.rollouts.get(&key).map(Arc::as_ref),
+            rollout,
             pods: index
                 .pods
                 .get(&key)
@@ -876,8 +892,8 @@ struct Index {
     releases: HashMap<Key, Arc<Release>>,
     /// One per cluster of the environment.
     applications: HashMap<Key, Vec<Arc<DynamicObject>>>,
-    /// The first cluster's, in configuration order, when the environment has several.
-    rollouts: HashMap<Key, Arc<DynamicObject>>,
+    /// One per cluster of the environment that runs one, in configuration order.
+    rollouts: HashMap<Key, Vec<OnCluster<DynamicObject>>>,
     /// Each with the cluster it runs on.
     pods: HashMap<Key, Vec<OnCluster<Pod>>>,
     secrets: HashMap<Key, Vec<Arc<DynamicObject>>>,
@@ -940,7 +956,11 @@ impl Index {
             let cluster: Arc<str> = Arc::from(workload.cluster.as_str());
             for rollout in workload.rollouts.state() {
                 if let Some(key) = label_key(&rollout.metadata, env) {
-                    index.rollouts.entry(key).or_insert(rollout);
+                    index
+                        .rollouts
+                        .entry(key)
+                        .or_default()
+                        .push((cluster.clone(), rollout));
                 }
             }
             for pod in workload.pods.state() {

@@ -149,3 +149,36 @@ async fn sync_goes_to_the_argo_cd_deploying_each_cluster_and_logs_to_the_cluster
     assert!(!read.is_empty(), "prod-us served the pod's log");
     assert!(read.iter().all(|l| l.source == LogSource::Live), "{read:?}");
 }
+
+#[tokio::test]
+async fn with_the_first_cluster_lost_the_card_shows_a_reachable_clusters_rollout() {
+    let app = two_prod_clusters().await;
+    card_eventually(&app, "payments", "prod", |c| {
+        c.clusters.len() == 2 && c.rollout.is_some()
+    })
+    .await;
+    app.sandbox.cluster("prod-eu").unwrap().set_reachable(false);
+    card_eventually(&app, "payments", "prod", |c| {
+        c.clusters[0].unreachable_since.is_some()
+    })
+    .await;
+
+    // A message only prod-us's Rollout carries reaches the card: its steps are the live ones.
+    let us = app.sandbox.cluster("prod-us").unwrap();
+    let mut rollout = us
+        .list("argoproj.io/v1alpha1", "Rollout")
+        .into_iter()
+        .find(|r| r["metadata"]["labels"]["platform.tower.dev/component"] == "payments")
+        .unwrap();
+    rollout["status"]["message"] = "prod-us is stepping".into();
+    us.apply(rollout).unwrap();
+    let card = card_eventually(&app, "payments", "prod", |c| {
+        c.rollout.as_ref().and_then(|r| r.message.as_deref()) == Some("prod-us is stepping")
+    })
+    .await;
+    assert_eq!(
+        card.rollout.and_then(|r| r.message).as_deref(),
+        Some("prod-us is stepping"),
+        "the lost cluster's frozen Rollout would hide what moves"
+    );
+}
