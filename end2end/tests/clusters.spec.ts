@@ -6,6 +6,7 @@
 import { test, expect, type Page } from '@playwright/test';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { assets, sandboxPort, towerBin, towerPort } from '../playwright.config';
+import { expectAccessible } from './axe';
 
 const port = towerPort + 7;
 const sandboxAt = `http://127.0.0.1:${sandboxPort + 7}`;
@@ -70,6 +71,9 @@ test('with prod-us stopped, the payments prod card shows prod-eu live and prod-u
     await expect(row('prod-eu')).toHaveAttribute('data-state', 'live');
     await expect(prod.getByTestId('unreachable')).toContainText('prod-us of prod unreachable since');
     await expect(prod.getByTestId('unreachable')).toContainText('the other clusters are live');
+    // The card as a whole is live: only prod-us's part of it is its last known state.
+    await expect(prod).not.toHaveClass(/card-stale/);
+    await expectAccessible(page, 'a service page with prod on two clusters, one unreachable');
 
     // The Overview shows the worst of the two, and names the cluster lost.
     await page.getByRole('link', { name: 'Overview' }).first().click();

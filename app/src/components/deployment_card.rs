@@ -80,8 +80,17 @@ fn LoadedDeploymentCard(
                 .map(|c| (c.service.clone(), c.environment.clone()))
         })
         .unwrap_or_default();
-    let unreachable =
-        move || card.with(|c| c.as_ref().is_some_and(|c| c.unreachable_since.is_some()));
+    // Stale as a whole only when nothing of it is live: with one cluster of several lost, the rest is.
+    let unreachable = move || {
+        card.with(|c| {
+            c.as_ref().is_some_and(|c| {
+                c.unreachable_since.is_some()
+                    && c.clusters
+                        .iter()
+                        .all(|cluster| cluster.unreachable_since.is_some())
+            })
+        })
+    };
     let data_env = environment.clone();
     let labelled_by = format!("card-{environment}");
     view! {
@@ -189,9 +198,16 @@ fn clusters(card: &Card, now: &str) -> Option<AnyView> {
         .iter()
         .map(|cluster| {
             let state = if cluster.unreachable_since.is_some() { "unreachable" } else { "live" };
+            // The chip says which; the time beside it may wrap in a narrow card.
             let status = match &cluster.unreachable_since {
-                Some(at) => tone_chip(Tone::Unknown, format!("unreachable {}", since(at, now)), Some("cluster-state")),
-                None => tone_chip(Tone::Ok, "live", Some("cluster-state")),
+                Some(at) => view! {
+                    <span data-testid="cluster-state">
+                        {tone_chip(Tone::Unknown, "unreachable", None)}" "
+                        <span class="muted small">{since(at, now)}</span>
+                    </span>
+                }
+                .into_any(),
+                None => view! { <span data-testid="cluster-state">{tone_chip(Tone::Ok, "live", None)}</span> }.into_any(),
             };
             view! {
                 <tr data-testid="card-cluster" data-cluster=cluster.name.clone() data-state=state>
@@ -208,7 +224,7 @@ fn clusters(card: &Card, now: &str) -> Option<AnyView> {
                             None => view! { <span class="muted">"no Application"</span> }.into_any(),
                         }}
                     </td>
-                    <td class="muted">{format!("{}/{} pods ready", cluster.pods_ready, cluster.pods_total)}</td>
+                    <td class="muted nowrap" title=format!("Pods ready on {}", cluster.name)>{format!("{}/{} ready", cluster.pods_ready, cluster.pods_total)}</td>
                 </tr>
             }
         })
