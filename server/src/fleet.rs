@@ -809,16 +809,7 @@ impl FleetModel {
                 .iter()
                 .find(|s| &s.spec.database == db && s.spec.environment == environment)
         });
-        let previous = application.and_then(|app| {
-            let history = app.data.get("status")?.get("history")?.as_array()?;
-            let current = history.last()?.get("revision")?.as_str()?;
-            history
-                .iter()
-                .rev()
-                .filter_map(|h| h.get("revision")?.as_str())
-                .find(|r| *r != current)
-                .map(cards::short)
-        });
+        let previous = application.and_then(|app| cards::previous_version(&app.data));
         let (changes, migrations_in_code) = match &self.inner.code {
             Some(code) => {
                 let repository = &component.spec.repository;

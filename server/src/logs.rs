@@ -169,29 +169,37 @@ impl LogHistory {
         container: &str,
         tail: usize,
     ) -> Result<Vec<LogLine>, LokiError> {
-        // The pod ran on one of the environment's clusters: the store says which.
-        let stored = self.stored_pods_by_cluster(environment, namespace).await?;
-        let Some((cluster, _)) = stored.get(pod) else {
-            return Ok(Vec::new());
-        };
+        // The pod ran on one of the environment's clusters; asking each is one query per cluster, where
+        // looking up which would cost a series listing the caller has just made.
         let end = now();
-        let streams = self
-            .loki
-            .query_range(
-                &Selector {
+        let answers = futures::future::join_all(self.clusters(environment).iter().map(
+            |cluster| async move {
+                let selector = Selector {
                     cluster,
                     namespace,
                     pod: Some(pod),
                     container: Some(container),
-                },
-                end - LOOKBACK_NANOS,
-                end,
-                tail,
-                Direction::Backward,
-            )
-            .await?;
+                };
+                self.loki
+                    .query_range(
+                        &selector,
+                        end - LOOKBACK_NANOS,
+                        end,
+                        tail,
+                        Direction::Backward,
+                    )
+                    .await
+            },
+        ))
+        .await;
+        let mut streams = Vec::new();
+        for answer in answers {
+            streams.extend(answer?);
+        }
         let mut lines: Vec<(i128, String)> = streams.into_iter().flat_map(|s| s.values).collect();
         lines.sort_by_key(|(at, _)| *at);
+        let surplus = lines.len().saturating_sub(tail);
+        lines.drain(..surplus);
         Ok(lines
             .into_iter()
             .map(|(at, line)| LogLine {

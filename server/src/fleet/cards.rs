@@ -145,6 +145,14 @@ fn name_of(object: &DynamicObject) -> String {
     object.metadata.name.clone().unwrap_or_default()
 }
 
+/// An Application's sync status and health.
+fn standing(app: &Value) -> (SyncStatus, Health) {
+    (
+        SyncStatus::parse(text(app, &["status", "sync", "status"]).unwrap_or_default()),
+        Health::parse(text(app, &["status", "health", "status"]).unwrap_or_default()),
+    )
+}
+
 fn application_view(object: &DynamicObject) -> ApplicationView {
     let app = &object.data;
     let operation = app
@@ -156,11 +164,12 @@ fn application_view(object: &DynamicObject) -> ApplicationView {
             started_at: text(op, &["startedAt"]).map(str::to_string),
             finished_at: text(op, &["finishedAt"]).map(str::to_string),
         });
+    let (sync, health) = standing(app);
     ApplicationView {
         name: name_of(object),
-        sync: SyncStatus::parse(text(app, &["status", "sync", "status"]).unwrap_or_default()),
+        sync,
         revision: text(app, &["status", "sync", "revision"]).map(str::to_string),
-        health: Health::parse(text(app, &["status", "health", "status"]).unwrap_or_default()),
+        health,
         health_message: text(app, &["status", "health", "message"]).map(str::to_string),
         operation,
         external_urls: list(app, &["status", "summary", "externalURLs"])
@@ -173,7 +182,7 @@ fn application_view(object: &DynamicObject) -> ApplicationView {
 }
 
 /// The version that ran before the current one: the newest history entry with another revision.
-fn previous_version(app: &Value) -> Option<String> {
+pub fn previous_version(app: &Value) -> Option<String> {
     let history = list(app, &["status", "history"]);
     let current = history.last().and_then(|h| text(h, &["revision"]))?;
     history
@@ -323,8 +332,8 @@ fn pod_view(cluster: &str, pod: &Pod) -> PodView {
 }
 
 /// The version the pods run, when they all run the same image tag.
-fn running_version(pods: &[PodView]) -> Option<String> {
-    let mut tags = pods.iter().filter_map(|p| image_tag(&p.image));
+fn running_version<'a>(pods: impl IntoIterator<Item = &'a PodView>) -> Option<String> {
+    let mut tags = pods.into_iter().filter_map(|p| image_tag(&p.image));
     let first = tags.next()?;
     tags.all(|t| t == first).then(|| first.to_string())
 }
@@ -603,8 +612,8 @@ pub fn shown_application<'a>(applications: &[&'a DynamicObject]) -> Option<&'a D
         .iter()
         .rev()
         .max_by_key(|a| {
-            let view = application_view(a);
-            (view.health.severity(), view.sync.severity())
+            let (sync, health) = standing(&a.data);
+            (health.severity(), sync.severity())
         })
         .copied()
 }
@@ -616,20 +625,16 @@ fn cluster_view(
     applications: &[&DynamicObject],
     only_cluster: bool,
 ) -> ClusterView {
-    let here: Vec<PodView> = pods
-        .iter()
-        .filter(|p| p.cluster == cluster.name)
-        .cloned()
-        .collect();
-    let application =
-        application_on(cluster.name, applications, only_cluster).map(application_view);
+    let here: Vec<&PodView> = pods.iter().filter(|p| p.cluster == cluster.name).collect();
+    let application = application_on(cluster.name, applications, only_cluster);
+    let (sync, health) = application.map(|a| standing(&a.data)).unwrap_or_default();
     ClusterView {
         name: cluster.name.to_string(),
         unreachable_since: cluster.unreachable_since.clone(),
-        running_version: running_version(&here),
-        sync: application.as_ref().map(|a| a.sync).unwrap_or_default(),
-        health: application.as_ref().map(|a| a.health).unwrap_or_default(),
-        application: application.map(|a| a.name),
+        running_version: running_version(here.iter().copied()),
+        sync,
+        health,
+        application: application.map(name_of),
         pods_ready: u32::try_from(here.iter().filter(|p| p.ready).count()).unwrap_or(u32::MAX),
         pods_total: u32::try_from(here.len()).unwrap_or(u32::MAX),
     }
@@ -783,6 +788,20 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// Prod's two clusters, prod-us lost since `us_lost_since` if given.
+    fn prod_eu_and_us(us_lost_since: Option<String>) -> Vec<ClusterInput<'static>> {
+        vec![
+            ClusterInput {
+                name: "prod-eu",
+                unreachable_since: None,
+            },
+            ClusterInput {
+                name: "prod-us",
+                unreachable_since: us_lost_since,
+            },
+        ]
+    }
+
     /// A Release asking for `version`.
     fn release_asking_for(version: &str) -> ReleaseView {
         ReleaseView {
@@ -829,16 +848,7 @@ mod tests {
             environment: "prod",
             // Listed in the other order: each Application is matched by its destination, not its place.
             applications: vec![&us, &eu],
-            clusters: vec![
-                ClusterInput {
-                    name: "prod-eu",
-                    unreachable_since: None,
-                },
-                ClusterInput {
-                    name: "prod-us",
-                    unreachable_since: Some(since.clone()),
-                },
-            ],
+            clusters: prod_eu_and_us(Some(since.clone())),
             pods: vec![
                 ("prod-eu", &eu_pod),
                 ("prod-us", &us_pod),
@@ -910,16 +920,7 @@ mod tests {
             service: "payments",
             environment: "prod",
             applications: vec![&eu, &us],
-            clusters: vec![
-                ClusterInput {
-                    name: "prod-eu",
-                    unreachable_since: None,
-                },
-                ClusterInput {
-                    name: "prod-us",
-                    unreachable_since: None,
-                },
-            ],
+            clusters: prod_eu_and_us(None),
             pods: vec![("prod-eu", &new), ("prod-us", &old)],
             ..Default::default()
         });
