@@ -338,6 +338,10 @@ pub struct ClusterConfig {
     )]
     #[schemars(with = "Option<String>", extend("writeOnly" = true))]
     pub token: Option<SecretString>,
+    /// A PEM file of the certificate authority that signed `url`'s serving certificate, for an API server
+    /// whose certificate the system's roots do not trust (a private cluster CA, as most have).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub certificate_authority: Option<std::path::PathBuf>,
     /// A kubeconfig context.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<String>,
@@ -591,6 +595,19 @@ impl TowerConfig {
             if cluster.token.is_some() && cluster.url.is_none() {
                 errors.push(error(format!("{key}.token"), "only goes with `url`"));
             }
+            if let Some(path) = &cluster.certificate_authority {
+                if cluster.url.is_none() {
+                    errors.push(error(
+                        format!("{key}.certificate_authority"),
+                        "only goes with `url`",
+                    ));
+                } else if !path.is_file() {
+                    errors.push(error(
+                        format!("{key}.certificate_authority"),
+                        format!("`{}` is not a readable file", path.display()),
+                    ));
+                }
+            }
         }
         errors.extend(self.validate_argocd_clusters());
         for (index, argocd) in self.argocd.iter().enumerate() {
@@ -821,6 +838,7 @@ mod tests {
                     environment: None,
                     url: Some("https://mgmt.example".into()),
                     token: Some("t".into()),
+                    certificate_authority: None,
                     context: None,
                     in_cluster: false,
                 },
@@ -829,6 +847,7 @@ mod tests {
                     environment: Some("dev".into()),
                     url: None,
                     token: None,
+                    certificate_authority: None,
                     context: Some("dev".into()),
                     in_cluster: false,
                 },
@@ -1006,6 +1025,7 @@ mod tests {
                 environment: Some("prod".into()),
                 url: Some(format!("https://{name}.example")),
                 token: None,
+                certificate_authority: None,
                 context: None,
                 in_cluster: false,
             });
@@ -1076,6 +1096,25 @@ mod tests {
             errors[0].to_string(),
             "clusters[1]: give exactly one of `url`, `context`, `in_cluster`"
         );
+    }
+
+    #[test]
+    fn a_certificate_authority_must_be_a_file_beside_a_url() {
+        let mut bad = config();
+        bad.clusters[0].certificate_authority = Some("/nonexistent/ca.pem".into());
+        bad.clusters[1].certificate_authority = Some("/nonexistent/ca.pem".into());
+        let errors: Vec<String> = bad.validate().iter().map(ToString::to_string).collect();
+        assert_eq!(
+            errors,
+            [
+                "clusters[0].certificate_authority: `/nonexistent/ca.pem` is not a readable file",
+                "clusters[1].certificate_authority: only goes with `url`",
+            ]
+        );
+        let ca = tempfile::NamedTempFile::new().expect("a temporary file");
+        let mut good = config();
+        good.clusters[0].certificate_authority = Some(ca.path().to_path_buf());
+        assert!(good.validate().is_empty());
     }
 
     #[test]

@@ -164,6 +164,7 @@ pub fn tower_config(sandbox: &sandbox::Sandbox, listen: SocketAddr) -> TowerConf
         environment: environment.map(Into::into),
         url: Some(sandbox.cluster_url(name)),
         token: None,
+        certificate_authority: None,
         context: None,
         in_cluster: false,
     };

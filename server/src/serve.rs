@@ -419,7 +419,11 @@ async fn build(
 /// A Kubernetes client for one configured cluster.
 async fn cluster_client(cluster: &ClusterConfig) -> anyhow::Result<Client> {
     if let Some(url) = &cluster.url {
-        return upstream::kube::client_for_url(url, cluster.token.clone());
+        return upstream::kube::client_for_url(
+            url,
+            cluster.token.clone(),
+            cluster.certificate_authority.clone(),
+        );
     }
     if let Some(context) = &cluster.context {
         return upstream::kube::client_for_context(context).await;

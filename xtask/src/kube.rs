@@ -21,13 +21,36 @@ pub enum KubeCommand {
     /// Build kube-apiserver and etcd from their Go modules into target/kube/ (only when their modules
     /// changed), printing how long each took.
     Build,
+    /// Build them, then run the sandbox's world on real API servers (etcd and a kube-apiserver per cluster)
+    /// until Ctrl-C, writing target/kube/tower.yaml for `tower serve --config target/kube/tower.yaml`.
+    Up {
+        /// Where the Tower started with target/kube/tower.yaml will listen.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        listen: String,
+    },
 }
 
 /// `cargo xtask kube <command>`.
 pub fn kube(command: &KubeCommand) -> Result<()> {
     match command {
         KubeCommand::Build => build().map(|_| ()),
+        KubeCommand::Up { listen } => {
+            build()?;
+            util::run(&mut util::cargo([
+                "run", "-p", "testbed", "--bin", "kube-up", "--", listen,
+            ]))
+        }
     }
+}
+
+/// The test command's step: builds the binaries the `testbed` tests run. Without Go it fails on CI (`CI`
+/// set), where the tier must never be skipped, and elsewhere says the tier will be skipped.
+pub fn test_step() -> Result<()> {
+    if !util::on_path("go") && std::env::var_os("CI").is_none() {
+        println!("warning: `go` is missing: the real-API-server tests (testbed) will be skipped");
+        return Ok(());
+    }
+    build().map(|_| ())
 }
 
 /// A binary built from one module under `testbed/`.

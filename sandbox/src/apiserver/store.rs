@@ -300,6 +300,20 @@ impl ClusterStore {
         self.get_at(ty, namespace, name)
     }
 
+    /// The types this cluster serves, in the order of [`Self::objects`].
+    pub fn resource_types(&self) -> Vec<super::ResourceType> {
+        self.inner.registry.types().to_vec()
+    }
+
+    /// Every object of every type, type by type in [`Self::resource_types`]' order (namespaces first), each
+    /// type ordered by namespace and name: the world a copy of this cluster needs, so the real-API-server
+    /// tests can load what the fake serves into a real one.
+    pub fn objects(&self) -> Vec<Value> {
+        (0..self.inner.registry.types().len())
+            .flat_map(|ty| self.list_at(ty, None).0)
+            .collect()
+    }
+
     /// Every object of a type across namespaces, ordered by namespace and name.
     pub fn list(&self, api_version: &str, kind: &str) -> Vec<Value> {
         match self.inner.registry.by_kind(api_version, kind) {

@@ -5,13 +5,20 @@ use kube::Client;
 use secrecy::SecretString;
 
 /// A client for the cluster whose API server is at `url` (which may carry a path prefix, as the sandbox's do),
-/// authenticating with `token` when given.
-pub fn client_for_url(url: &str, token: Option<SecretString>) -> anyhow::Result<Client> {
+/// authenticating with `token` when given, trusting the PEM certificate authority at `certificate_authority`
+/// when given (besides the system's roots otherwise). kube-rs rereads that file now and then, so a rotated CA
+/// is picked up without a restart.
+pub fn client_for_url(
+    url: &str,
+    token: Option<SecretString>,
+    certificate_authority: Option<std::path::PathBuf>,
+) -> anyhow::Result<Client> {
     let uri: http::Uri = url
         .parse()
         .with_context(|| format!("cluster URL {url:?}"))?;
     let mut config = kube::Config::new(uri);
     config.auth_info.token = token;
+    config.root_cert_file = certificate_authority;
     Client::try_from(config).context("building the Kubernetes client")
 }
 

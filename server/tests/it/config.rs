@@ -145,7 +145,7 @@ async fn a_release_changed_on_the_cluster_only_shows_as_drifted_with_the_field_n
 
     // A change made now on the cluster is seen through the watch.
     let client =
-        server::upstream::kube::client_for_url(&app.sandbox.cluster_url("management"), None)
+        server::upstream::kube::client_for_url(&app.sandbox.cluster_url("management"), None, None)
             .unwrap();
     let releases: Api<Release> = Api::namespaced(client, "platform");
     releases

@@ -55,7 +55,8 @@ async fn app_without_objectives() -> TestApp {
 
     let sandbox = sandbox_with_prometheus().await;
     let client =
-        server::upstream::kube::client_for_url(&sandbox.cluster_url("management"), None).unwrap();
+        server::upstream::kube::client_for_url(&sandbox.cluster_url("management"), None, None)
+            .unwrap();
     let resource = pyrra_objectives();
     let all = Api::<DynamicObject>::all_with(client.clone(), &resource);
     for slo in all.list(&Default::default()).await.unwrap().items {
@@ -180,7 +181,7 @@ async fn a_component_with_no_series_answers_empty_charts_not_errors() {
 
     let app = app_with_prometheus(None).await;
     let client =
-        server::upstream::kube::client_for_url(&app.sandbox.cluster_url("management"), None)
+        server::upstream::kube::client_for_url(&app.sandbox.cluster_url("management"), None, None)
             .unwrap();
     let components: Api<Component> = Api::all(client);
     let template = components

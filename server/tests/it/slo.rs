@@ -20,7 +20,7 @@ async fn app() -> TestApp {
 /// The objectives as the cluster holds them, by name.
 async fn resources(app: &TestApp) -> Vec<DynamicObject> {
     let client =
-        server::upstream::kube::client_for_url(&app.sandbox.cluster_url("management"), None)
+        server::upstream::kube::client_for_url(&app.sandbox.cluster_url("management"), None, None)
             .unwrap();
     let resource = crate::metrics::pyrra_objectives();
     Api::<DynamicObject>::all_with(client, &resource)
