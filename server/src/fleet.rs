@@ -623,6 +623,7 @@ impl FleetModel {
         });
         let now = jiff::Timestamp::now();
         let unreachable = self.inner.sources.unreachable_since();
+        let forbidden = self.inner.sources.forbidden_kinds();
         // The first picture is the only one never serialized.
         if self.current_view().services_json.is_empty() {
             self.seed_activity_from_history(&index);
@@ -644,6 +645,7 @@ impl FleetModel {
                         .map(|w| ClusterInput {
                             name: &w.cluster,
                             unreachable_since: unreachable.get(&w.cluster).cloned(),
+                            forbidden_kinds: forbidden.get(&w.cluster).cloned().unwrap_or_default(),
                         })
                         .collect();
                     self.compute_card(component, env, clusters, &index, now)

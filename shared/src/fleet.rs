@@ -511,6 +511,10 @@ pub struct ClusterView {
     pub pods_ready: u32,
     /// Pods there.
     pub pods_total: u32,
+    /// Kinds Tower's role on the cluster may not list (`Rollout`): the card lacks them there, and says so
+    /// rather than showing nothing where they would be.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forbidden_kinds: Vec<String>,
 }
 
 /// The database schema compared with the code that runs.

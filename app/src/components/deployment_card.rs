@@ -146,6 +146,7 @@ fn body(card: &Card, now: &str) -> AnyView {
         {asked_for.map(|asked| banner(Tone::Warn, "≠", "version-drift",
             format!("The Release asks for {asked}; the pods run something else.")))}
         {unreachable_banner(card, now)}
+        {forbidden_banner(card)}
         {clusters(card, now)}
         {changes(card, now)}
         {card.rollout.as_ref().map(rollout)}
@@ -185,6 +186,29 @@ fn unreachable_banner(card: &Card, now: &str) -> Option<AnyView> {
         )
     };
     Some(banner(Tone::Unknown, "⚠", "unreachable", text))
+}
+
+/// Kinds Tower's role may not list on the environment's clusters: a blank where a Rollout or a claim would
+/// be would read as "there is none", so the card says what it cannot see and why.
+fn forbidden_banner(card: &Card) -> Option<AnyView> {
+    let lines: Vec<String> = card
+        .clusters
+        .iter()
+        .filter(|c| !c.forbidden_kinds.is_empty())
+        .map(|c| format!("{} on {}", c.forbidden_kinds.join(", "), c.name))
+        .collect();
+    if lines.is_empty() {
+        return None;
+    }
+    Some(banner(
+        Tone::Warn,
+        "⛔",
+        "forbidden",
+        format!(
+            "Forbidden: Tower's role may not read {}. This card shows none of them, which does not mean there are none; the platform team can grant Tower's reader role list and watch on them.",
+            lines.join("; ")
+        ),
+    ))
 }
 
 /// Each cluster of an environment that spans several: live or lost since when, its version, Argo CD's sync

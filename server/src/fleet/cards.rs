@@ -61,6 +61,8 @@ pub struct ClusterInput<'a> {
     pub name: &'a str,
     /// Since when it is unreachable, if it is.
     pub unreachable_since: Option<String>,
+    /// Kinds Tower's role there may not list.
+    pub forbidden_kinds: Vec<String>,
 }
 
 fn text<'a>(value: &'a Value, path: &[&str]) -> Option<&'a str> {
@@ -637,6 +639,7 @@ fn cluster_view(
         application: application.map(name_of),
         pods_ready: u32::try_from(here.iter().filter(|p| p.ready).count()).unwrap_or(u32::MAX),
         pods_total: u32::try_from(here.len()).unwrap_or(u32::MAX),
+        forbidden_kinds: cluster.forbidden_kinds.clone(),
     }
 }
 
@@ -794,10 +797,12 @@ mod tests {
             ClusterInput {
                 name: "prod-eu",
                 unreachable_since: None,
+                forbidden_kinds: Vec::new(),
             },
             ClusterInput {
                 name: "prod-us",
                 unreachable_since: us_lost_since,
+                forbidden_kinds: Vec::new(),
             },
         ]
     }

@@ -1,7 +1,7 @@
 //! The watch caches: one kube-rs reflector per kind per cluster, each marking the services it touches dirty,
 //! and the per-cluster connection state (connected, relisting, unreachable since …) they report.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Debug;
 use std::hash::Hash;
 use std::sync::{Arc, Mutex};
@@ -422,7 +422,11 @@ where
                         let _ = dirty.send(Dirty::Service(service));
                     }
                 }
-                Ok(watcher::Event::Init) => source.healthy(watch_id, SourceState::Relisting),
+                Ok(watcher::Event::Init) => {
+                    // Listing works again: the role allows the kind (now).
+                    source.forbidden(watch_id, false);
+                    source.healthy(watch_id, SourceState::Relisting);
+                }
                 Ok(watcher::Event::InitApply(_)) => {}
                 Ok(watcher::Event::InitDone) => {
                     source.healthy(watch_id, SourceState::Connected);
@@ -437,6 +441,9 @@ where
                         tracing::info!(cluster = %source.cluster, %error, "this kind is not served here; showing none");
                         not_served_logged = true;
                     }
+                    // Not installed is normal; not allowed is a role missing a rule, which the cards say
+                    // rather than showing a blank where the kind would be.
+                    source.forbidden(watch_id, is_forbidden(&error));
                     source.healthy(watch_id, SourceState::Connected);
                 }
                 Err(error) => {
@@ -471,13 +478,24 @@ pub(crate) fn is_kind_not_served(error: &watcher::Error) -> bool {
     }
 }
 
+/// Whether listing or watching failed because Tower's role may not (`403`).
+fn is_forbidden(error: &watcher::Error) -> bool {
+    match error {
+        watcher::Error::InitialListFailed(kube::Error::Api(status))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(status)) => status.is_forbidden(),
+        _ => false,
+    }
+}
+
 #[derive(Debug, Clone)]
 struct ClusterState {
     environment: Option<String>,
     /// Each watch's state, by id.
     watches: Vec<SourceState>,
-    /// Each watch's kind, by id (for Tower's own metrics).
+    /// Each watch's kind, by id (for Tower's own metrics and the cards' forbidden kinds).
     kinds: Vec<String>,
+    /// The watches whose kind Tower's role may not list, by id.
+    forbidden: BTreeSet<usize>,
 }
 
 #[derive(Default)]
@@ -546,6 +564,7 @@ impl Sources {
                 environment,
                 watches: Vec::new(),
                 kinds: Vec::new(),
+                forbidden: BTreeSet::new(),
             },
         );
         SourceHandle {
@@ -608,6 +627,23 @@ impl Sources {
             .into_iter()
             .filter(|s| s.environment.is_some())
             .filter_map(|s| Some((s.cluster, super::unreachable_since(&s.state)?)))
+            .collect()
+    }
+
+    /// The kinds Tower's role may not list, by cluster (clusters with none left out), each list sorted.
+    pub fn forbidden_kinds(&self) -> BTreeMap<String, Vec<String>> {
+        self.lock()
+            .clusters
+            .iter()
+            .filter(|(_, state)| !state.forbidden.is_empty())
+            .map(|(cluster, state)| {
+                let kinds: BTreeSet<String> = state
+                    .forbidden
+                    .iter()
+                    .filter_map(|id| state.kinds.get(*id).cloned())
+                    .collect();
+                (cluster.clone(), kinds.into_iter().collect())
+            })
             .collect()
     }
 
@@ -697,6 +733,23 @@ impl SourceHandle {
         }
     }
 
+    /// Whether watch `watch`'s kind is one Tower's role may not list; the cards are recomputed when that
+    /// changes.
+    pub(crate) fn forbidden(&self, watch: usize, forbidden: bool) {
+        let mut inner = self.sources.lock();
+        let Some(entry) = inner.clusters.get_mut(&self.cluster) else {
+            return;
+        };
+        let changed = if forbidden {
+            entry.forbidden.insert(watch)
+        } else {
+            entry.forbidden.remove(&watch)
+        };
+        if changed && let Some((_, dirty)) = &inner.listener {
+            let _ = dirty.send(Dirty::All);
+        }
+    }
+
     /// Watch `watch` is fine, in `state`.
     pub(crate) fn healthy(&self, watch: usize, state: SourceState) {
         self.sources.update(&self.cluster, watch, state);
@@ -731,6 +784,24 @@ impl SourceHandle {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_forbidden_kind_is_listed_by_cluster_until_a_list_succeeds() {
+        let sources = Sources::default();
+        let prod = sources.register("prod", Some("prod".into()));
+        let _pods = prod.add_watch_of("Pod");
+        let rollouts = prod.add_watch_of("Rollout");
+        let dev = sources.register("dev", Some("dev".into()));
+        let dev_rollouts = dev.add_watch_of("Rollout");
+        prod.forbidden(rollouts, true);
+        dev.forbidden(dev_rollouts, false);
+        assert_eq!(
+            sources.forbidden_kinds(),
+            BTreeMap::from([("prod".to_string(), vec!["Rollout".to_string()])])
+        );
+        prod.forbidden(rollouts, false);
+        assert!(sources.forbidden_kinds().is_empty());
+    }
 
     #[test]
     fn a_composed_resource_keeps_its_labels_and_conditions_only() {
