@@ -91,7 +91,7 @@ impl Testbed {
                     process: None,
                 },
             );
-            testbed.start_server(cluster)?;
+            testbed.spawn_server(cluster)?;
         }
         let started = Instant::now();
         for cluster in clusters {
@@ -171,8 +171,8 @@ impl Testbed {
         Ok(())
     }
 
-    /// Kills `cluster`'s API server and starts it again on the same port; returns once it is ready.
-    pub async fn restart(&mut self, cluster: &str) -> Result<()> {
+    /// Kills `cluster`'s API server: its clients' connections break and new ones are refused.
+    pub fn stop_server(&mut self, cluster: &str) {
         if let Some(process) = self
             .servers
             .get_mut(cluster)
@@ -180,8 +180,34 @@ impl Testbed {
         {
             process.stop();
         }
-        self.start_server(cluster)?;
+    }
+
+    /// Starts `cluster`'s API server again on its port; returns once it is ready.
+    pub async fn start_server(&mut self, cluster: &str) -> Result<()> {
+        self.spawn_server(cluster)?;
         self.wait_ready(cluster).await
+    }
+
+    /// Deletes `key` (`/<cluster>/pods/<namespace>/<name>`) from etcd behind the API servers' backs, as a
+    /// change made while no server watched: only a client that lists again sees it.
+    pub async fn delete_from_etcd(&self, key: &str) -> Result<()> {
+        use base64::Engine as _;
+        let key = base64::engine::general_purpose::STANDARD.encode(key);
+        let answer: serde_json::Value = reqwest::Client::new()
+            .post(format!(
+                "http://127.0.0.1:{}/v3/kv/deleterange",
+                self.etcd_port
+            ))
+            .json(&serde_json::json!({ "key": key }))
+            .send()
+            .await?
+            .error_for_status()?
+            .json()
+            .await?;
+        if answer["deleted"].as_str() != Some("1") {
+            bail!("etcd had no key to delete: {answer}");
+        }
+        Ok(())
     }
 
     /// Compacts etcd's history up to its current revision, so a watch from an older resourceVersion is
@@ -215,7 +241,7 @@ impl Testbed {
             .with_context(|| format!("the testbed has no cluster `{cluster}`"))
     }
 
-    fn start_server(&mut self, cluster: &str) -> Result<()> {
+    fn spawn_server(&mut self, cluster: &str) -> Result<()> {
         let port = self.server(cluster)?.port;
         let pki = &self.pki;
         let mut apiserver = Command::new(bin_dir().join("kube-apiserver"));

@@ -297,22 +297,76 @@ pub fn start(
 
 /// How often an unreachable cluster is asked whether it is back.
 const RECOVERY_PROBE_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
+/// How often a cluster that is fine is asked whether it is still ready.
+const READINESS_PROBE_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// Watches only say a cluster is back when something changes there, which may be never; so while a cluster
-/// is unreachable, ask it for its version now and then, and call it connected again when it answers. Nothing
-/// is sent while the cluster is fine.
+/// How long `/readyz` may take: an API server asks etcd with a timeout of its own (two seconds by default)
+/// before it answers that etcd fails.
+const READINESS_ANSWER_WITHIN: std::time::Duration = std::time::Duration::from_secs(8);
+
+/// What a cluster's `/readyz` says.
+#[derive(Debug, PartialEq, Eq)]
+enum Readiness {
+    /// Ready, or not Tower's to ask (a `403` or `404`: some clusters keep `/readyz` from their readers).
+    Ready,
+    /// The API server answers but is not ready (its etcd lost, say): its open watches go silent rather than
+    /// fail, so without this the cards would show the last picture as if it were current.
+    NotReady(String),
+    /// No answer: the watches fail by themselves and say so.
+    Unanswered,
+}
+
+async fn readiness(client: &Client) -> Readiness {
+    let Ok(request) = http::Request::get("/readyz").body(Vec::new()) else {
+        return Readiness::Unanswered;
+    };
+    match tokio::time::timeout(READINESS_ANSWER_WITHIN, client.request_text(request)).await {
+        Ok(Ok(_)) => Readiness::Ready,
+        Ok(Err(kube::Error::Api(status))) if status.code >= 500 => {
+            // The body lists each check, `[-]etcd failed: reason withheld` for the failing ones.
+            let failing: Vec<&str> = status
+                .message
+                .lines()
+                .filter_map(|line| line.strip_prefix("[-]"))
+                .map(|check| check.split(' ').next().unwrap_or(check))
+                .collect();
+            Readiness::NotReady(if failing.is_empty() {
+                format!("the API server is not ready ({})", status.code)
+            } else {
+                format!(
+                    "the API server is not ready: {} failing",
+                    failing.join(", ")
+                )
+            })
+        }
+        Ok(Err(kube::Error::Api(_))) => Readiness::Ready,
+        Ok(Err(_)) | Err(_) => Readiness::Unanswered,
+    }
+}
+
+/// Asks each cluster's API server whether it is ready: now and then while the cluster is fine, since an API
+/// server that lost its etcd keeps its watches open and silent; often while it is unreachable, since watches
+/// only say a cluster is back when something changes there, which may be never.
 fn spawn_recovery_probe(source: SourceHandle, client: Client) {
+    let probe = source.add_watch_of("readiness");
+    // Fine until it says otherwise: the first picture does not wait for it.
+    source.healthy(probe, SourceState::Connected);
     tokio::spawn(async move {
         loop {
-            tokio::time::sleep(RECOVERY_PROBE_EVERY).await;
-            if !source.is_unreachable() {
-                continue;
-            }
-            let answered = tokio::time::timeout(RECOVERY_PROBE_EVERY, client.apiserver_version())
-                .await
-                .is_ok_and(|r| r.is_ok());
-            if answered {
-                source.recovered();
+            let unreachable = source.is_unreachable();
+            tokio::time::sleep(if unreachable {
+                RECOVERY_PROBE_EVERY
+            } else {
+                READINESS_PROBE_EVERY
+            })
+            .await;
+            match readiness(&client).await {
+                Readiness::Ready if source.is_unreachable() => source.recovered(),
+                Readiness::Ready | Readiness::Unanswered => {}
+                Readiness::NotReady(reason) => {
+                    tracing::warn!(cluster = %source.cluster, %reason, "cluster not ready");
+                    source.failed(probe, &reason);
+                }
             }
         }
     });
@@ -471,8 +525,10 @@ fn by_label<K: Resource>(label: Arc<String>) -> impl Fn(&K) -> Option<String> + 
 pub(crate) fn is_kind_not_served(error: &watcher::Error) -> bool {
     match error {
         watcher::Error::InitialListFailed(kube::Error::Api(status))
+        // By code: a real API server answers a group or version it does not serve with a bare
+        // `404 page not found`, no Status, and kube's `is_not_found` looks only at the reason then.
         | watcher::Error::WatchStartFailed(kube::Error::Api(status)) => {
-            status.is_not_found() || status.is_forbidden()
+            status.code == 404 || status.code == 403
         }
         _ => false,
     }
@@ -482,7 +538,7 @@ pub(crate) fn is_kind_not_served(error: &watcher::Error) -> bool {
 fn is_forbidden(error: &watcher::Error) -> bool {
     match error {
         watcher::Error::InitialListFailed(kube::Error::Api(status))
-        | watcher::Error::WatchStartFailed(kube::Error::Api(status)) => status.is_forbidden(),
+        | watcher::Error::WatchStartFailed(kube::Error::Api(status)) => status.code == 403,
         _ => false,
     }
 }

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod both;
+mod faults;
 mod rbac;
 
 use std::time::Duration;
