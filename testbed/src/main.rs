@@ -3,7 +3,7 @@
 //! Starts the sandbox (its Argo CD API, forge and Loki stay in use) and a testbed with a real kube-apiserver per
 //! cluster, copies each cluster's objects onto it, applies Tower's generated RBAC, and writes
 //! `target/kube/tower.yaml` (clusters read with Tower's read-only tokens) and `target/kube/kubeconfig` (the
-//! administrator, one context per cluster). Then `tower serve --config target/kube/tower.yaml` shows the fleet
+//! administrator, one context per cluster), or into `TOWER_KUBE_OUT` when set. Then `tower serve --config target/kube/tower.yaml` shows the fleet
 //! from the real servers.
 
 use std::net::SocketAddr;
@@ -31,7 +31,11 @@ async fn main() -> Result<()> {
     ))
     .await?;
     let platform = testbed::Platform::copy_of(&sandbox).await?;
-    let out = testbed::world::repo_root().join("target/kube");
+    // The browser test runs its own beside a developer's, so it names another folder.
+    let out = std::env::var_os("TOWER_KUBE_OUT").map_or_else(
+        || testbed::world::repo_root().join("target/kube"),
+        PathBuf::from,
+    );
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
 
     let config = platform.tower_config(&sandbox, tower_listen)?;
