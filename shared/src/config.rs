@@ -162,9 +162,12 @@ pub fn validate(path: &str, text: &str, context: &RuleContext) -> Vec<Diagnostic
         ));
         return out;
     };
-    let root = match yaml::parse(text) {
-        Ok(Some(root)) => root,
-        Ok(None) => {
+    let (root, spellings) = match yaml::read(text) {
+        Ok(yaml::Document {
+            root: Some(root),
+            spellings,
+        }) => (root, spellings),
+        Ok(yaml::Document { root: None, .. }) => {
             out.push(Diagnostic::new(
                 Position::START,
                 "",
@@ -226,9 +229,29 @@ pub fn validate(path: &str, text: &str, context: &RuleContext) -> Vec<Diagnostic
         }
     }
     check_rules(&root, &target, context, &mut out);
+    spell_out(&mut out, &spellings);
     out.sort();
     out.dedup();
     out
+}
+
+/// Names a value by how it was written where Kubernetes reads it as other than its text: a diagnostic says
+/// "not `no`, which Kubernetes reads as the boolean false" where [`Node::describe`] alone would say "not the
+/// boolean false" of a line that has no `false` on it. The checks describe a node by its value; a diagnostic
+/// at a spelled value's place gets that description replaced.
+fn spell_out(out: &mut [Diagnostic], spellings: &[yaml::Spelling]) {
+    for diagnostic in out {
+        let Some(spelling) = spellings
+            .iter()
+            .find(|s| s.at.line == diagnostic.line && s.at.column == diagnostic.column)
+        else {
+            continue;
+        };
+        diagnostic.message =
+            diagnostic
+                .message
+                .replacen(&spelling.plainly(), &spelling.spelled(), 1);
+    }
 }
 
 /// `apiVersion`, `kind` and `metadata`: what every platform resource carries and the CRD schema leaves out.
@@ -292,7 +315,8 @@ fn check_header(root: &Node, target: &PlatformPath, out: &mut Vec<Diagnostic>) {
         let path = schema::join("metadata", &field.key);
         match field.key.as_str() {
             "name" | "namespace" => label_at(&field.value, &path, out),
-            "labels" | "annotations" => string_map(&field.value, &path, out),
+            "labels" => string_map(&field.value, &path, StringMap::Labels, out),
+            "annotations" => string_map(&field.value, &path, StringMap::Annotations, out),
             other => out.push(Diagnostic::new(
                 field.key_at,
                 &path,
@@ -332,8 +356,21 @@ fn label_at(node: &Node, field: &str, out: &mut Vec<Diagnostic>) {
     }
 }
 
-/// Labels and annotations: a mapping of strings to strings.
-fn string_map(node: &Node, field: &str, out: &mut Vec<Diagnostic>) {
+/// Which of metadata's maps: the API server checks their keys and values (apimachinery's `ValidateLabels`
+/// and `ValidateAnnotations`) and refuses the object otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StringMap {
+    /// Keys are qualified names, values at most 63 name characters.
+    Labels,
+    /// Keys are qualified names (checked lowercased), values any text, 256 KiB in all.
+    Annotations,
+}
+
+/// The most an object's annotations may hold, keys and values together.
+const ANNOTATIONS_MAX_BYTES: usize = 256 * 1024;
+
+/// Labels and annotations: a mapping of strings to strings, with the keys and values the API server allows.
+fn string_map(node: &Node, field: &str, map: StringMap, out: &mut Vec<Diagnostic>) {
     let Value::Mapping(entries) = &node.value else {
         out.push(Diagnostic::new(
             node.at,
@@ -345,9 +382,21 @@ fn string_map(node: &Node, field: &str, out: &mut Vec<Diagnostic>) {
         ));
         return;
     };
+    let mut size = 0;
     for entry in entries {
-        if entry.value.as_str().is_none() {
-            let path = format!("{field}.{}", entry.key);
+        let path = format!("{field}.{}", entry.key);
+        let key = match map {
+            StringMap::Labels => entry.key.clone(),
+            StringMap::Annotations => entry.key.to_ascii_lowercase(),
+        };
+        if let Err(problem) = qualified_name(&key) {
+            out.push(Diagnostic::new(
+                entry.key_at,
+                &path,
+                format!("`{}` is not a valid key of `{field}`: {problem}", entry.key),
+            ));
+        }
+        let Some(value) = entry.value.as_str() else {
             out.push(Diagnostic::new(
                 entry.value.at,
                 &path,
@@ -356,8 +405,81 @@ fn string_map(node: &Node, field: &str, out: &mut Vec<Diagnostic>) {
                     entry.value.describe()
                 ),
             ));
+            continue;
+        };
+        size += entry.key.len() + value.len();
+        if map == StringMap::Labels && !name_part(value, true) {
+            out.push(Diagnostic::new(
+                entry.value.at,
+                &path,
+                format!(
+                    "`{path}`: a label's value is at most 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit; {value:?} is not."
+                ),
+            ));
         }
     }
+    if map == StringMap::Annotations && size > ANNOTATIONS_MAX_BYTES {
+        out.push(Diagnostic::new(
+            node.at,
+            field,
+            format!(
+                "The annotations take {size} bytes; the cluster stores at most 256 KiB of them."
+            ),
+        ));
+    }
+}
+
+/// Whether `key` is a Kubernetes qualified name (`name` or `prefix/name`, the prefix a DNS subdomain), and
+/// what is wrong with it if not.
+fn qualified_name(key: &str) -> Result<(), String> {
+    let (prefix, name) = match key.split_once('/') {
+        Some((prefix, name)) => (Some(prefix), name),
+        None => (None, key),
+    };
+    if let Some(prefix) = prefix
+        && !dns_subdomain(prefix)
+    {
+        return Err(format!(
+            "its prefix {prefix:?} should be a DNS name (lowercase letters, digits, '-' and '.', at most 253 characters)."
+        ));
+    }
+    if name.contains('/') {
+        return Err("a key has at most one '/'.".into());
+    }
+    if !name_part(name, false) {
+        return Err(format!(
+            "{name:?} should be 1 to 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit."
+        ));
+    }
+    Ok(())
+}
+
+/// A qualified name's name part or a label's value: at most 63 letters, digits, `-`, `_` and `.`, starting
+/// and ending with a letter or digit; empty only if `empty` is allowed.
+fn name_part(text: &str, empty: bool) -> bool {
+    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    if text.is_empty() {
+        return empty;
+    }
+    text.len() <= 63
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && edge(text.chars().next())
+        && edge(text.chars().last())
+}
+
+/// A DNS subdomain (RFC 1123): dot-separated lowercase labels, at most 253 characters in all.
+fn dns_subdomain(text: &str) -> bool {
+    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    text.len() <= 253
+        && text.split('.').all(|label| {
+            label
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                && edge(label.chars().next())
+                && edge(label.chars().last())
+        })
 }
 
 /// The golden paths' rules, by kind. Each looks only at fields of the right type (the schema reports the
@@ -756,3 +878,72 @@ pub struct Setting {
 
 #[cfg(test)]
 mod tests;
+
+/// Labels' and annotations' keys and values as the API server checks them (a real server's verdicts on the
+/// same files are `testbed/tests/dry_run.rs`'s).
+#[cfg(test)]
+mod metadata_tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_qualified_names() {
+        for good in [
+            "team",
+            "app.kubernetes.io/part-of",
+            "platform.tower.dev/component",
+            "Team_Name.v2",
+        ] {
+            assert_eq!(qualified_name(good), Ok(()), "{good}");
+        }
+        for bad in [
+            "tower dev/note",
+            "/team",
+            "Tower.dev/team",
+            "a/b/c",
+            "team/",
+            "-team",
+            &"x".repeat(64),
+        ] {
+            assert!(qualified_name(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn label_values_are_short_names_or_empty() {
+        assert!(name_part("", true) && !name_part("", false));
+        assert!(name_part("Team_Payments.v2", true));
+        assert!(!name_part("Team Payments", true));
+        assert!(!name_part("payments-", true));
+        assert!(!name_part(&"x".repeat(64), true));
+    }
+
+    #[test]
+    fn metadata_maps_are_checked_as_the_server_does() {
+        let file = |metadata: &str| {
+            format!(
+                "apiVersion: platform.tower.dev/v1alpha1\nkind: Database\nmetadata:\n  name: ledger-dev\n{metadata}spec:\n  environment: dev\n  name: ledger\n  size: small\n"
+            )
+        };
+        let path = "platform/environments/dev/ledger-database.yaml";
+        let fields = |metadata: &str| -> Vec<String> {
+            validate(path, &file(metadata), &RuleContext::default())
+                .into_iter()
+                .map(|d| d.field)
+                .collect()
+        };
+        assert!(fields("  labels:\n    team: payments\n  annotations:\n    Tower.dev/Note: any text at all\n").is_empty());
+        assert_eq!(
+            fields("  labels:\n    team: Team Payments\n"),
+            ["metadata.labels.team"]
+        );
+        assert_eq!(
+            fields("  annotations:\n    tower dev/note: hi\n"),
+            ["metadata.annotations.tower dev/note"]
+        );
+        let huge = format!(
+            "  annotations:\n    note: {}\n",
+            "x".repeat(ANNOTATIONS_MAX_BYTES)
+        );
+        assert_eq!(fields(&huge), ["metadata.annotations"]);
+    }
+}

@@ -188,6 +188,155 @@ fn wrong_types_enums_and_missing_fields_name_the_field() {
     );
 }
 
+/// The first diagnostic of `found`, which must name `field`, and its message.
+fn message_on<'a>(found: &'a [Diagnostic], field: &str) -> &'a str {
+    let diagnostic = found
+        .iter()
+        .find(|d| d.field == field)
+        .unwrap_or_else(|| panic!("a diagnostic on {field}: {found:#?}"));
+    &diagnostic.message
+}
+
+#[test]
+fn yaml_1_1_booleans_are_booleans_as_kubernetes_reads_them() {
+    // `autoDeploy: yes` is true to the API server, kubectl and Argo CD (sigs.k8s.io/yaml is go-yaml v2).
+    for yes in ["yes", "Yes", "YES", "y", "Y", "on", "On", "ON", "True"] {
+        let text = RELEASE.replace("autoDeploy: false", &format!("autoDeploy: {yes}"));
+        assert_eq!(
+            check(RELEASE_PATH, &text),
+            Vec::<Diagnostic>::new(),
+            "{yes}"
+        );
+    }
+    for no in ["no", "No", "NO", "n", "N", "off", "Off", "OFF"] {
+        let text = RELEASE.replace("autoDeploy: false", &format!("autoDeploy: {no}"));
+        assert_eq!(check(RELEASE_PATH, &text), Vec::<Diagnostic>::new(), "{no}");
+    }
+
+    // The Norway problem: a plain `no` is false, so no environment name; the server refuses it, and so must
+    // the validator, saying what `no` is to Kubernetes and how to write the text.
+    let path = "platform/environments/no/payments-release.yaml";
+    let context = RuleContext {
+        environments: vec!["no".into()],
+        databases: None,
+        ..context()
+    };
+    let norway = RELEASE
+        .replace("  environment: prod\n", "  environment: no\n")
+        .replace("payments-prod", "payments-no");
+    let found = validate(path, &norway, &context);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].field, "spec.environment");
+    assert_eq!(found[0].line, line_of(&norway, "environment: no"));
+    assert_eq!(found[0].column, 16);
+    assert_eq!(
+        found[0].message,
+        "`spec.environment` should be a string, not `no`, which Kubernetes reads as the boolean false. Quote it to make it a string."
+    );
+    // Quoted, it is the text.
+    let quoted = norway.replace("environment: no", "environment: 'no'");
+    assert_eq!(validate(path, &quoted, &context), Vec::<Diagnostic>::new());
+
+    // A label's value `on` is true, not text.
+    let (path, database) = DATABASE;
+    let labelled = database.replace(
+        "  namespace: platform\n",
+        "  namespace: platform\n  labels:\n    backups: on\n",
+    );
+    assert_eq!(
+        message_on(&check(path, &labelled), "metadata.labels.backups"),
+        "`metadata.labels.backups` should be a string, not `on`, which Kubernetes reads as the boolean true. Quote it."
+    );
+}
+
+#[test]
+fn numbers_are_read_as_kubernetes_reads_them() {
+    // `8e40213` overflows a float, so Go's YAML keeps it a string: a commit id like any other.
+    let context = RuleContext {
+        green_builds: Some(vec!["8e40213".into()]),
+        ..context()
+    };
+    let exponent = RELEASE.replace("3f2a9c1", "8e40213");
+    assert_eq!(
+        validate(RELEASE_PATH, &exponent, &context),
+        Vec::<Diagnostic>::new()
+    );
+
+    // Binary, underscored, octal, hex and exponent forms are numbers, named as written.
+    for (written, number) in [
+        ("0b1010", "the number 10"),
+        ("1_000", "the number 1000"),
+        ("0012", "the number 10"),
+        ("0x1f", "the number 31"),
+        ("1e3", "the number 1000"),
+        ("+7", "the number 7"),
+    ] {
+        let text = RELEASE.replace("  version: 3f2a9c1", &format!("  version: {written}"));
+        let found = check(RELEASE_PATH, &text);
+        assert_eq!(
+            message_on(&found, "spec.version"),
+            format!(
+                "`spec.version` should be a string, not `{written}`, which Kubernetes reads as {number}. Quote it to make it a string."
+            ),
+            "{written}"
+        );
+        // Quoted, each is text (and then no commit id, which Tower's rule says).
+        let quoted = RELEASE.replace("  version: 3f2a9c1", &format!("  version: '{written}'"));
+        assert!(
+            message_on(&check(RELEASE_PATH, &quoted), "spec.version").contains("commit"),
+            "{written}"
+        );
+    }
+
+    // A plain number written as it reads keeps the short description.
+    let (path, schema) = SCHEMA;
+    let found = check(path, &schema.replace("'0004'", "4"));
+    assert_eq!(
+        message_on(&found, "spec.version"),
+        "`spec.version` should be a string, not the number 4. Quote it to make it a string."
+    );
+    // An octal-looking version is octal.
+    let found = check(path, &schema.replace("'0004'", "0012"));
+    assert!(
+        message_on(&found, "spec.version")
+            .contains("`0012`, which Kubernetes reads as the number 10"),
+        "{found:#?}"
+    );
+}
+
+#[test]
+fn a_file_may_end_in_an_empty_document() {
+    let (path, schema) = SCHEMA;
+    for ending in ["---\n", "---", "---\n# generated\n", "\n---\n\n"] {
+        let text = format!("{schema}{ending}");
+        assert_eq!(check(path, &text), Vec::<Diagnostic>::new(), "{ending:?}");
+    }
+    let two = format!("{schema}---\nkind: DatabaseSchema\n");
+    let found = check(path, &two);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].line, line_of(&two, "---"));
+    assert!(found[0].message.contains("one YAML document"), "{found:#?}");
+
+    let found = check(path, "---\n");
+    assert!(found[0].message.contains("empty"), "{found:#?}");
+}
+
+#[test]
+fn keys_kubernetes_reads_alike_are_duplicates() {
+    let text = RELEASE.replace(
+        "  autoDeploy: false\n",
+        "  autoDeploy: false\n  0x10: a\n  16: b\n",
+    );
+    let found = check(RELEASE_PATH, &text);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].line, line_of(&text, "16: b"));
+    assert!(
+        found[0].message.contains("the same key to Kubernetes"),
+        "{}",
+        found[0].message
+    );
+}
+
 #[test]
 fn syntax_errors_point_at_the_text() {
     let text = RELEASE.replace("  version: 3f2a9c1\n", "  version: [3f2a9c1\n");
@@ -348,6 +497,8 @@ const FRAGMENTS: &[&str] = &[
     "|\n  x\n",
     "? ",
     "%YAML 1.2\n",
+    "1_000",
+    "off",
 ];
 
 const LINES: &[&str] = &[
@@ -355,6 +506,8 @@ const LINES: &[&str] = &[
     "  version: 12",
     "  version: abcdef1",
     "  autoDeploy: yes",
+    "  environment: no",
+    "  version: 0b1010",
     "  size: huge",
     "  environment: dev",
     "  databases: {}",
@@ -433,20 +586,48 @@ fn apply(text: &str, edit: &Edit) -> String {
 }
 
 /// Reads an accepted file into its typed resource, as the server does before it writes one.
+///
+/// Its one document: `serde_saphyr::from_str` refuses a file ending in `---` ("multiple YAML documents"),
+/// which Kubernetes, kubectl and Argo CD accept and so the validator does; `from_multiple` skips the empty
+/// document as they do. (The server's own last check, `server/src/config_view.rs`'s `typed`, must read the
+/// same way, or it refuses such a file after the validator accepted it.)
 #[cfg(feature = "crd")]
 fn typed(path: &str, text: &str) -> Result<(), String> {
     use crate::crd::{Component, Database, DatabaseSchema, Release};
-    let kind = parse_platform_path(path).map(|p| p.kind);
-    let result = match kind {
-        Some(PlatformKind::Release) => serde_saphyr::from_str::<Release>(text).map(drop),
-        Some(PlatformKind::Component) => serde_saphyr::from_str::<Component>(text).map(drop),
-        Some(PlatformKind::Database) => serde_saphyr::from_str::<Database>(text).map(drop),
-        Some(PlatformKind::DatabaseSchema) => {
-            serde_saphyr::from_str::<DatabaseSchema>(text).map(drop)
+    fn one<T: serde::de::DeserializeOwned>(text: &str) -> Result<(), String> {
+        match serde_saphyr::from_multiple::<T>(text) {
+            Ok(documents) if documents.len() == 1 => Ok(()),
+            Ok(documents) => Err(format!("{} documents", documents.len())),
+            Err(error) => Err(error.to_string()),
         }
-        None => return Err("not a platform path".into()),
-    };
-    result.map_err(|e| e.to_string())
+    }
+    match parse_platform_path(path).map(|p| p.kind) {
+        Some(PlatformKind::Release) => one::<Release>(text),
+        Some(PlatformKind::Component) => one::<Component>(text),
+        Some(PlatformKind::Database) => one::<Database>(text),
+        Some(PlatformKind::DatabaseSchema) => one::<DatabaseSchema>(text),
+        None => Err("not a platform path".into()),
+    }
+}
+
+/// What Kubernetes' YAML 1.1 reading accepts reads into the typed resources too: serde-saphyr takes `yes`,
+/// `on` and `y` for a boolean and keeps `8e40213` a string.
+#[cfg(feature = "crd")]
+#[test]
+fn what_kubernetes_accepts_reads_into_the_types() {
+    for text in [
+        RELEASE.replace("autoDeploy: false", "autoDeploy: yes"),
+        RELEASE.replace("autoDeploy: false", "autoDeploy: On"),
+        RELEASE.replace("autoDeploy: false", "autoDeploy: n"),
+        RELEASE.replace("3f2a9c1", "8e40213"),
+        format!("{RELEASE}---\n"),
+    ] {
+        assert!(
+            validate(RELEASE_PATH, &text, &RuleContext::default()).is_empty(),
+            "{text}"
+        );
+        assert_eq!(typed(RELEASE_PATH, &text), Ok(()), "{text}");
+    }
 }
 
 proptest! {
@@ -482,8 +663,9 @@ struct CorpusCase {
     expected: Vec<Diagnostic>,
 }
 
-/// The fixed corpus: each valid file, then 150 seeded edits of them (the proptest's kinds of edit), with the
-/// native validator's answers.
+/// The fixed corpus: each valid file, the Release with values Kubernetes' YAML 1.1 reads otherwise than YAML
+/// 1.2 would (`yes`, `no`, `8e40213`, `0b1010`, `1_000`, `0012`, a trailing `---`), then 150 seeded edits of
+/// the valid files (the proptest's kinds of edit), with the native validator's answers.
 fn wasm_corpus() -> Vec<CorpusCase> {
     let mut random = crate::random::SplitMix64::new(14);
     let mut pick = |n: usize| usize::try_from(random.below(n as u64)).unwrap_or_default();
@@ -491,6 +673,20 @@ fn wasm_corpus() -> Vec<CorpusCase> {
         .into_iter()
         .map(|(p, t)| (p.to_string(), t.to_string()))
         .collect();
+    for (from, to) in [
+        ("autoDeploy: false", "autoDeploy: yes"),
+        ("  environment: prod\n", "  environment: no\n"),
+        ("  version: 3f2a9c1", "  version: 8e40213"),
+        ("  version: 3f2a9c1", "  version: 0b1010"),
+        ("  version: 3f2a9c1", "  version: 1_000"),
+        ("  version: 3f2a9c1", "  version: 0012"),
+        (
+            "secretName: payments-db\n",
+            "secretName: payments-db\n---\n",
+        ),
+    ] {
+        cases.push((RELEASE_PATH.to_string(), RELEASE.replace(from, to)));
+    }
     for _ in 0..150 {
         let (path, original) = corpus()[pick(4)];
         let mut text = original.to_string();
