@@ -234,17 +234,69 @@ fn packages_named(tree: &str, name: &str) -> usize {
 }
 
 /// `cargo test --workspace`, streamed to the terminal and parsed for its result lines.
+///
+/// The real-API-server tests (`testbed`) spend most of their time waiting on servers starting, watches
+/// backing off and faults healing, as do many of the server's: so once everything is compiled, testbed's test
+/// binaries run beside `cargo test` of the rest rather than after it. They run as plain executables, since a
+/// second `cargo test` would wait for the first's lock on the target folder.
 fn cargo_test() -> Result<Counts> {
     let [tmp, _] = leftovers::temp_dirs();
-    let mut test = util::cargo(["test", "--workspace"]);
-    test.env("TMPDIR", step_tmpdir(&tmp)?);
-    let out = util::tee(&mut test)?;
+    let tmp = step_tmpdir(&tmp)?.to_path_buf();
+    let testbed_binaries = compile_tests()?;
+    let testbed = {
+        let tmp = tmp.clone();
+        std::thread::spawn(move || -> Result<Counts> {
+            let mut counts = Counts::default();
+            for binary in testbed_binaries {
+                let mut run = util::command(&binary);
+                run.current_dir(repo_root().join("testbed"))
+                    .env("TMPDIR", &tmp);
+                counts += counted(&util::tee(&mut run)?, "a testbed test binary")?;
+            }
+            Ok(counts)
+        })
+    };
+    let mut test = util::cargo(["test", "--workspace", "--exclude", "testbed"]);
+    test.env("TMPDIR", &tmp);
+    let rest = util::tee(&mut test).and_then(|out| counted(&out, "`cargo test`"));
+    let testbed = testbed
+        .join()
+        .map_err(|_| anyhow::anyhow!("running testbed's tests panicked"))?;
+    let mut counts = rest?;
+    counts += testbed?;
+    Ok(counts)
+}
+
+/// The counts of a test run's output; an error when it failed without reporting a failing test (a compile
+/// error, a crashed test binary).
+fn counted(out: &util::Teed, what: &str) -> Result<Counts> {
     let counts = parse_cargo_test(&out.stdout);
-    // A compile error or a crashed test binary prints no result line yet fails the run.
     if !out.success && counts.failed == 0 {
-        bail!("`cargo test` failed before reporting a failing test");
+        bail!("{what} failed before reporting a failing test");
     }
     Ok(counts)
+}
+
+/// Compiles every test of the workspace; returns the paths of testbed's test executables.
+fn compile_tests() -> Result<Vec<std::path::PathBuf>> {
+    let json = util::read(&mut util::cargo([
+        "test",
+        "--workspace",
+        "--no-run",
+        "--message-format=json-render-diagnostics",
+    ]))?;
+    Ok(json
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|message| {
+            message["reason"] == "compiler-artifact"
+                && message["profile"]["test"] == true
+                && message["package_id"]
+                    .as_str()
+                    .is_some_and(|id| id.contains("/testbed#") || id.contains("testbed@"))
+        })
+        .filter_map(|message| message["executable"].as_str().map(std::path::PathBuf::from))
+        .collect())
 }
 
 /// Sums `test result: ok. N passed; M failed; K ignored; …` lines (unit, integration, doc tests).
