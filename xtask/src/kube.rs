@@ -95,7 +95,9 @@ fn build_one(binary: &Binary) -> Result<PathBuf> {
     let mut go = util::command("go");
     go.current_dir(&module)
         .args(["build", "-trimpath", "-mod=readonly"])
-        .arg(format!("-ldflags={}", version_flags(&module)?))
+        // No symbol table or DWARF: nothing debugs these binaries, and linking kube-apiserver's without them
+        // is seconds faster.
+        .arg(format!("-ldflags=-s -w {}", version_flags(&module)?))
         .arg("-o")
         .arg(&output)
         .arg(".")
