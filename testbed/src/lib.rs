@@ -210,8 +210,9 @@ impl Testbed {
         Ok(())
     }
 
-    /// Compacts etcd's history up to its current revision, so a watch from an older resourceVersion is
-    /// answered `410 Gone`.
+    /// Compacts etcd's history up to its current revision. An API server's watch cache still serves older
+    /// resourceVersions it holds, so a watch from before the compaction is answered `410 Gone` once the server
+    /// has restarted ([`Self::stop_server`], [`Self::start_server`]).
     pub async fn compact(&self) -> Result<()> {
         let http = reqwest::Client::new();
         let base = format!("http://127.0.0.1:{}/v3/kv", self.etcd_port);

@@ -27,6 +27,13 @@ pub enum StoreError {
         /// The apiVersion/kind or path that was asked for.
         what: String,
     },
+    /// A path no API serves (a group, version or resource nobody registered): 404 in plain text, as a real
+    /// API server's mux answers it before any handler, with no `Status`.
+    #[error("404 page not found ({what})")]
+    NotServed {
+        /// The path that was asked for.
+        what: String,
+    },
     /// Creating an object whose name is taken: 409 `AlreadyExists`.
     #[error("{resource} \"{name}\" already exists")]
     AlreadyExists {
@@ -48,15 +55,19 @@ pub enum StoreError {
     /// A watch or continue token refers to history that was compacted away: 410 `Expired`.
     #[error("{0}")]
     Expired(String),
-    /// The object itself is malformed (bad name, missing field): 422 `Invalid`.
-    #[error("{resource} \"{name}\" is invalid: {reason}")]
+    /// The object (or the request's options) is malformed: 422 `Invalid`.
+    ///
+    /// Unlike the other variants, a real apiserver names the kind here, not the resource: the message reads
+    /// `ConfigMap "Upper" is invalid: …` and `details.kind` is `ConfigMap`, with one cause per field.
+    #[error("{kind} \"{name}\" is invalid: {}", Cause::list(causes))]
     Invalid {
-        /// Qualified plural.
-        resource: String,
+        /// The kind, qualified by the group for non-core types: `ConfigMap`, `Component.platform.tower.dev`,
+        /// `ListOptions.meta.k8s.io`.
+        kind: String,
         /// The object's name, possibly empty.
         name: String,
-        /// What is wrong and how to fix it.
-        reason: String,
+        /// What is wrong, field by field.
+        causes: Vec<Cause>,
     },
     /// The request cannot be understood (bad selector, bad body, name mismatch): 400 `BadRequest`.
     #[error("{0}")]
@@ -71,11 +82,36 @@ pub enum StoreError {
     UnsupportedMediaType,
 }
 
+/// One field's fault in an [`StoreError::Invalid`], as `Status.details.causes` carries it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cause {
+    /// `FieldValueInvalid`, `FieldValueRequired`, `FieldValueForbidden`…
+    pub reason: &'static str,
+    /// The field's path: `metadata.name`.
+    pub field: String,
+    /// What is wrong with it: `Invalid value: "Upper": a lowercase RFC 1123 subdomain …`.
+    pub message: String,
+}
+
+impl Cause {
+    /// `field: message` for one cause, `[field: message, …]` for several, as the apiserver writes them.
+    fn list(causes: &[Cause]) -> String {
+        let each: Vec<String> = causes
+            .iter()
+            .map(|c| format!("{}: {}", c.field, c.message))
+            .collect();
+        match each.as_slice() {
+            [one] => one.clone(),
+            _ => format!("[{}]", each.join(", ")),
+        }
+    }
+}
+
 impl StoreError {
     /// The HTTP status code a real apiserver answers with.
     pub fn code(&self) -> u16 {
         match self {
-            Self::NotFound { .. } | Self::UnknownType { .. } => 404,
+            Self::NotFound { .. } | Self::UnknownType { .. } | Self::NotServed { .. } => 404,
             Self::AlreadyExists { .. } | Self::Conflict { .. } => 409,
             Self::Expired(_) => 410,
             Self::Invalid { .. } => 422,
@@ -88,7 +124,7 @@ impl StoreError {
     /// The machine-readable `Status.reason`.
     pub fn reason(&self) -> &'static str {
         match self {
-            Self::NotFound { .. } | Self::UnknownType { .. } => "NotFound",
+            Self::NotFound { .. } | Self::UnknownType { .. } | Self::NotServed { .. } => "NotFound",
             Self::AlreadyExists { .. } => "AlreadyExists",
             Self::Conflict { .. } => "Conflict",
             Self::Expired(_) => "Expired",
@@ -105,20 +141,29 @@ impl StoreError {
     /// (kubectl, kube-rs) show `Status.message` to their users, and it holds no secrets.
     pub fn status(&self) -> Value {
         let mut details = serde_json::Map::new();
+        // `resource` or `kind` qualified by a group, as `details` splits them.
+        let mut name_and_kind = |name: &str, qualified: &str| {
+            let (kind, group) = qualified.split_once('.').unwrap_or((qualified, ""));
+            // Go leaves out empty fields: no name when the object had none.
+            if !name.is_empty() {
+                details.insert("name".into(), json!(name));
+            }
+            if !group.is_empty() {
+                details.insert("group".into(), json!(group));
+            }
+            details.insert("kind".into(), json!(kind));
+        };
         match self {
             Self::NotFound { resource, name }
             | Self::AlreadyExists { resource, name }
-            | Self::Conflict { resource, name }
-            | Self::Invalid { resource, name, .. } => {
-                let (kind, group) = match resource.split_once('.') {
-                    Some((plural, group)) => (plural, group),
-                    None => (resource.as_str(), ""),
-                };
-                details.insert("name".into(), json!(name));
-                if !group.is_empty() {
-                    details.insert("group".into(), json!(group));
-                }
-                details.insert("kind".into(), json!(kind));
+            | Self::Conflict { resource, name } => name_and_kind(name, resource),
+            Self::Invalid { kind, name, causes } => {
+                name_and_kind(name, kind);
+                let causes: Vec<Value> = causes
+                    .iter()
+                    .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
+                    .collect();
+                details.insert("causes".into(), Value::Array(causes));
             }
             _ => {}
         }
@@ -140,6 +185,19 @@ impl StoreError {
 
 impl IntoResponse for StoreError {
     fn into_response(self) -> Response {
+        // A path no API serves never reaches a real API server's handlers: its mux answers in plain text,
+        // and clients (Tower's `fleet::watch::is_kind_not_served` among them) must cope with that.
+        if matches!(self, Self::NotServed { .. }) {
+            return (
+                StatusCode::NOT_FOUND,
+                [(
+                    axum::http::header::CONTENT_TYPE,
+                    "text/plain; charset=utf-8",
+                )],
+                "404 page not found\n",
+            )
+                .into_response();
+        }
         let code = StatusCode::from_u16(self.code()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         (code, axum::Json(self.status())).into_response()
     }

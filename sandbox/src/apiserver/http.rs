@@ -16,12 +16,13 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use serde_json::{Value, json};
 
-use super::error::{Result, StoreError};
+use super::discovery::{self, StatusField};
+use super::error::{Cause, Result, StoreError};
 use super::logs::{self, LogQuery};
 use super::selector::{FieldSelector, LabelSelector, Selection};
-use super::store::{ClusterStore, Write, metadata};
+use super::store::{ClusterStore, Write, metadata, qualified_kind};
 use super::watch::{self, WatchQuery};
-use super::{Clusters, discovery};
+use super::{Clusters, ResourceType};
 
 /// Query parameters, last value wins.
 type Params = HashMap<String, String>;
@@ -111,6 +112,8 @@ impl Request<'_> {
             }
             _ => None,
         };
+        // A path no API serves answers the mux's plain `404 page not found`, as a real apiserver's does
+        // (see `StoreError`'s response).
         document
             .map(|d| Json(d).into_response())
             .ok_or_else(unknown_path)
@@ -138,7 +141,7 @@ impl Request<'_> {
         let ty =
             registry
                 .by_plural(group, version, plural)
-                .ok_or_else(|| StoreError::UnknownType {
+                .ok_or_else(|| StoreError::NotServed {
                     what: format!(
                         "no resource \"{plural}\" in group version \"{}\"",
                         [group, version].join("/")
@@ -165,28 +168,40 @@ impl Request<'_> {
         } = target;
         let store = self.store;
         let rt = store.registry().get(ty);
+        let status = discovery::status_field(rt);
         let Some(name) = name else {
             return match *self.method {
                 Method::GET if self.flag("watch") => Ok(watch::respond(
                     store,
                     ty,
-                    self.selection(namespace)?,
+                    self.selection(ty, namespace)?,
                     self.watch_query()?,
                 )),
-                Method::GET => self.list(ty, self.selection(namespace)?),
+                Method::GET => self.list(ty, self.selection(ty, namespace)?),
                 Method::POST => {
-                    let created =
-                        store.create_at(ty, namespace, self.json_body()?, Write::Whole)?;
+                    // A create leaves status to the controller where it has a subresource of its own,
+                    // and drops it where the type has none.
+                    let write = if status == StatusField::Plain {
+                        Write::Whole
+                    } else {
+                        Write::KeepStatus
+                    };
+                    let created = store.create_at(ty, namespace, self.json_body()?, write)?;
                     Ok((StatusCode::CREATED, Json(created)).into_response())
                 }
-                Method::DELETE => self.delete_collection(ty, self.selection(namespace)?),
+                // Namespaces are deleted one by one, never as a collection.
+                Method::DELETE if !is_core(rt, "Namespace") => {
+                    self.delete_collection(ty, self.selection(ty, namespace)?)
+                }
                 _ => Err(StoreError::MethodNotAllowed),
             };
         };
         let namespace = namespace.unwrap_or_default();
         let write = match subresource {
+            // Without a status subresource, status may be a field like the others.
+            None if status == StatusField::Plain => Write::Whole,
             None => Write::KeepStatus,
-            Some("status") => Write::StatusOnly,
+            Some("status") if status == StatusField::Subresource => Write::StatusOnly,
             Some("log")
                 if rt.group.is_empty() && rt.kind == "Pod" && *self.method == Method::GET =>
             {
@@ -209,7 +224,11 @@ impl Request<'_> {
             }
             Method::PATCH => self.patch(ty, namespace, name, write)?,
             Method::DELETE if subresource.is_none() => {
-                store.delete_at(ty, Some(namespace), name)?
+                let deleted = store.delete_at(ty, Some(namespace), name)?;
+                if !answers_delete_with_object(rt) {
+                    return Ok(Json(deleted_status(rt, &deleted)).into_response());
+                }
+                deleted
             }
             _ => return Err(StoreError::MethodNotAllowed),
         };
@@ -242,9 +261,13 @@ impl Request<'_> {
                 store.update_at(ty, namespace, name, write, true, |current| {
                     let mut object = current.clone();
                     json_patch::patch(&mut object, &patch).map_err(|e| StoreError::Invalid {
-                        resource: store.registry().get(ty).resource_name(),
+                        kind: qualified_kind(store.registry().get(ty)),
                         name: name.to_owned(),
-                        reason: e.to_string(),
+                        causes: vec![Cause {
+                            reason: "FieldValueInvalid",
+                            field: String::new(),
+                            message: e.to_string(),
+                        }],
                     })?;
                     Ok(object)
                 })
@@ -276,7 +299,10 @@ impl Request<'_> {
     fn list(&self, ty: usize, selection: Selection) -> Result<Response> {
         let store = self.store;
         let rt = store.registry().get(ty);
+        let version = self.list_version()?;
         let limit = match self.number("limit")? {
+            // A real apiserver answers `resourceVersion=0` from its watch cache, whole, whatever the limit.
+            _ if version == ListVersion::Any => usize::MAX,
             Some(0) | None => usize::MAX,
             Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
         };
@@ -291,20 +317,27 @@ impl Request<'_> {
                 )
             })?;
         }
-        let (page, remaining, current) = store.list_page(
+        // Later pages list the first page's version, so the pages add up to one consistent list and a watch
+        // started from it misses nothing.
+        let at = match (&token, version) {
+            (Some(token), _) => Some(token.resource_version),
+            (None, ListVersion::Exact(version)) => Some(version),
+            (None, ListVersion::Latest | ListVersion::Any) => None,
+        };
+        let page = store.list_page(
             ty,
             selection.namespace.as_deref(),
             token
                 .as_ref()
                 .map(|t| (t.namespace.clone(), t.name.clone())),
             limit,
+            at,
             |o| selection.matches(o),
-        );
-        // Later pages keep the first page's version, so a watch started from it misses nothing.
-        let resource_version = token.as_ref().map_or(current, |t| t.resource_version);
+        )?;
+        let resource_version = page.resource_version;
         let mut list_meta = json!({"resourceVersion": resource_version.to_string()});
-        if remaining > 0
-            && let Some(last) = page.last()
+        if page.more
+            && let Some(last) = page.items.last()
         {
             let (namespace, name) = key_of(last);
             list_meta["continue"] = json!(
@@ -315,10 +348,13 @@ impl Request<'_> {
                 }
                 .encode()
             );
-            list_meta["remainingItemCount"] = json!(remaining);
+            // Selected lists are filtered page by page, so a real apiserver cannot count what remains.
+            if !selection.has_selectors() {
+                list_meta["remainingItemCount"] = json!(page.remaining);
+            }
         }
         if self.metadata_only() {
-            let items: Vec<Value> = page.iter().map(watch::partial_metadata).collect();
+            let items: Vec<Value> = page.items.iter().map(watch::partial_metadata).collect();
             return Ok(Json(json!({
                 "apiVersion": "meta.k8s.io/v1",
                 "kind": "PartialObjectMetadataList",
@@ -331,7 +367,7 @@ impl Request<'_> {
             "apiVersion": rt.api_version(),
             "kind": format!("{}List", rt.kind),
             "metadata": list_meta,
-            "items": page,
+            "items": page.items,
         }))
         .into_response())
     }
@@ -359,6 +395,87 @@ impl Request<'_> {
         .into_response())
     }
 
+    /// The version a list reads, from `resourceVersion` and `resourceVersionMatch`, refused as a real
+    /// apiserver refuses their invalid combinations (`422` on `ListOptions`).
+    fn list_version(&self) -> Result<ListVersion> {
+        let param = |name: &str| {
+            self.params
+                .get(name)
+                .map(String::as_str)
+                .unwrap_or_default()
+        };
+        let (version, matching) = (param("resourceVersion"), param("resourceVersionMatch"));
+        let continued = !param("continue").is_empty();
+        let forbidden = |field: &str, why: &str| Cause {
+            reason: "FieldValueForbidden",
+            field: field.into(),
+            message: format!("Forbidden: {why}"),
+        };
+        let mut causes = Vec::new();
+        if !matching.is_empty() {
+            if version.is_empty() {
+                causes.push(forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                ));
+            }
+            if continued {
+                causes.push(forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden when continue is provided",
+                ));
+            }
+            if !matches!(matching, "Exact" | "NotOlderThan") {
+                causes.push(Cause {
+                    reason: "FieldValueNotSupported",
+                    field: "resourceVersionMatch".into(),
+                    message: format!(
+                        "Unsupported value: \"{matching}\": supported values: \"Exact\", \"NotOlderThan\", \"\""
+                    ),
+                });
+            }
+            if matching == "Exact" && version == "0" {
+                causes.push(forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+                ));
+            }
+        }
+        if self.params.contains_key("sendInitialEvents") {
+            causes.push(forbidden(
+                "sendInitialEvents",
+                "sendInitialEvents is forbidden for list",
+            ));
+        }
+        if !causes.is_empty() {
+            return Err(StoreError::Invalid {
+                kind: "ListOptions.meta.k8s.io".into(),
+                name: String::new(),
+                causes,
+            });
+        }
+        if continued && !version.is_empty() {
+            return Err(StoreError::BadRequest(
+                "specifying resource version is not allowed when using continue".into(),
+            ));
+        }
+        Ok(match version {
+            "" => ListVersion::Latest,
+            "0" => ListVersion::Any,
+            version => {
+                let version = version.parse().map_err(|_| {
+                    StoreError::BadRequest(format!("invalid resource version \"{version}\""))
+                })?;
+                if matching == "Exact" {
+                    ListVersion::Exact(version)
+                } else {
+                    // Not older than a version this server has reached: the latest is.
+                    ListVersion::Latest
+                }
+            }
+        })
+    }
+
     fn json_body(&self) -> Result<Value> {
         serde_json::from_slice(self.body).map_err(|e| {
             StoreError::BadRequest(format!(
@@ -383,17 +500,24 @@ impl Request<'_> {
         }
     }
 
-    fn selection(&self, namespace: Option<&str>) -> Result<Selection> {
+    fn selection(&self, ty: usize, namespace: Option<&str>) -> Result<Selection> {
         let text = |name: &str| {
             self.params
                 .get(name)
                 .map(String::as_str)
                 .unwrap_or_default()
         };
+        let fields = FieldSelector::parse(text("fieldSelector"))?;
+        let rt = self.store.registry().get(ty);
+        if let Some(field) = fields.unsupported(&rt.group, &rt.kind) {
+            return Err(StoreError::BadRequest(format!(
+                "field label not supported: {field}"
+            )));
+        }
         Ok(Selection {
             namespace: namespace.map(str::to_owned),
             labels: LabelSelector::parse(text("labelSelector"))?,
-            fields: FieldSelector::parse(text("fieldSelector"))?,
+            fields,
         })
     }
 
@@ -451,6 +575,17 @@ impl Request<'_> {
     }
 }
 
+/// Which version of the objects a list reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ListVersion {
+    /// The latest: no `resourceVersion`, or one not older than a version this server has reached.
+    Latest,
+    /// `resourceVersion=0`: any version will do.
+    Any,
+    /// `resourceVersionMatch=Exact`: the objects as they were at this version.
+    Exact(u64),
+}
+
 /// Where a list page ended, and the version the list is consistent with; opaque to clients.
 #[derive(serde::Serialize, serde::Deserialize)]
 struct ContinueToken {
@@ -482,6 +617,39 @@ impl ContinueToken {
             .ok_or_else(invalid)?;
         serde_json::from_slice(&bytes).map_err(|_| invalid())
     }
+}
+
+/// Whether `rt` is the core group's `kind`.
+fn is_core(rt: &ResourceType, kind: &str) -> bool {
+    rt.group.is_empty() && rt.kind == kind
+}
+
+/// Whether a DELETE answers with the deleted object, as a real apiserver does for the types whose deletion
+/// is graceful or whose storage asks for it (pods, services, namespaces); the others answer a `Success`
+/// status.
+fn answers_delete_with_object(rt: &ResourceType) -> bool {
+    ["Pod", "Service", "Namespace"]
+        .iter()
+        .any(|kind| is_core(rt, kind))
+}
+
+/// The `Status` a DELETE of `deleted` answers.
+fn deleted_status(rt: &ResourceType, deleted: &Value) -> Value {
+    let mut details = json!({
+        "name": deleted.pointer("/metadata/name"),
+        "kind": rt.plural,
+        "uid": deleted.pointer("/metadata/uid"),
+    });
+    if !rt.group.is_empty() {
+        details["group"] = json!(rt.group);
+    }
+    json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": details,
+    })
 }
 
 /// An object's list position: namespace ("" when cluster-scoped), then name.

@@ -123,10 +123,61 @@ fn valid_key(key: &str) -> Option<String> {
     ok.then(|| key.to_owned())
 }
 
+/// The fields a real apiserver selects objects by beyond `metadata.name` and `metadata.namespace`, which
+/// every type has: the built-in types' field label conversions, and the `selectableFields` of the CRDs the
+/// platform installs. By group and kind; any other field is refused with `400`.
+const SELECTABLE_FIELDS: &[(&str, &str, &[&str])] = &[
+    (
+        "",
+        "Pod",
+        &[
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "spec.hostNetwork",
+            "status.phase",
+            "status.podIP",
+            "status.podIPs",
+            "status.nominatedNodeName",
+        ],
+    ),
+    (
+        "",
+        "Event",
+        &[
+            "involvedObject.kind",
+            "involvedObject.namespace",
+            "involvedObject.name",
+            "involvedObject.uid",
+            "involvedObject.apiVersion",
+            "involvedObject.resourceVersion",
+            "involvedObject.fieldPath",
+            "reason",
+            "reportingComponent",
+            "source",
+            "type",
+        ],
+    ),
+    ("", "Secret", &["type"]),
+    ("", "Namespace", &["status.phase"]),
+    ("", "Service", &["spec.clusterIP", "spec.type"]),
+    (
+        "external-secrets.io",
+        "ExternalSecret",
+        &[
+            "spec.secretStoreRef.name",
+            "spec.secretStoreRef.kind",
+            "spec.target.name",
+            "spec.refreshInterval",
+        ],
+    ),
+];
+
 /// A parsed `fieldSelector`: `path=value`, `path==value` or `path!=value` clauses, all of which must hold.
 ///
-/// The apiserver allows only a few paths per type; this one reads any dotted path
-/// (`metadata.name`, `status.phase`, `involvedObject.name`), a missing field reading as "".
+/// It reads any dotted path (`metadata.name`, `status.phase`, `involvedObject.name`), a missing field reading
+/// as ""; [`FieldSelector::unsupported`] tells which paths a real apiserver would refuse for a type.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct FieldSelector(Vec<(String, bool, String)>);
 
@@ -148,6 +199,21 @@ impl FieldSelector {
             clauses.push((path.trim().to_owned(), equal, value.trim().to_owned()));
         }
         Ok(Self(clauses))
+    }
+
+    /// The first path objects of `group`/`kind` cannot be selected by, if any.
+    pub(crate) fn unsupported(&self, group: &str, kind: &str) -> Option<&str> {
+        let selectable = SELECTABLE_FIELDS
+            .iter()
+            .find(|(g, k, _)| *g == group && *k == kind)
+            .map_or(&[][..], |(_, _, fields)| fields);
+        self.0
+            .iter()
+            .map(|(path, _, _)| path.as_str())
+            .find(|path| {
+                !matches!(*path, "metadata.name" | "metadata.namespace")
+                    && !selectable.contains(path)
+            })
     }
 
     /// Whether the object is selected.
@@ -179,6 +245,12 @@ impl Selection {
     /// Whether every object is selected (no namespace, no selectors), so matching can be skipped.
     pub(crate) fn is_everything(&self) -> bool {
         self.namespace.is_none() && self.labels.0.is_empty() && self.fields.0.is_empty()
+    }
+
+    /// Whether a label or field selector narrows the list (a real apiserver then cannot tell how many items
+    /// remain after a page).
+    pub(crate) fn has_selectors(&self) -> bool {
+        !self.labels.0.is_empty() || !self.fields.0.is_empty()
     }
 
     /// Whether the object is in the namespace and matches both selectors.

@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 
-use super::error::{Result, StoreError};
+use super::error::{Cause, Result, StoreError};
 use super::logs::Logs;
 use super::{Registry, ResourceType};
 
@@ -62,7 +62,8 @@ pub(crate) struct Change {
     pub(crate) event: EventType,
     /// The new state as JSON; for deletions the last state, stamped with the deletion's resourceVersion.
     pub(crate) object: Bytes,
-    /// The state before a modification as JSON, so selector-filtered watchers can see objects leave.
+    /// The state before a modification or deletion as JSON, so selector-filtered watchers can see objects
+    /// leave, and lists at an older version can show what was there.
     pub(crate) previous: Option<Bytes>,
 }
 
@@ -88,7 +89,7 @@ impl Change {
         from_json(&self.object)
     }
 
-    /// The state before a modification as a JSON tree.
+    /// The state before a modification or deletion as a JSON tree.
     pub(crate) fn previous(&self) -> Option<Value> {
         self.previous.as_deref().map(from_json)
     }
@@ -160,6 +161,18 @@ pub(crate) struct Subscription {
     pub(crate) resource_version: u64,
     /// Changes committed after subscription, of every type.
     pub(crate) live: LiveFeed,
+}
+
+/// One page of a list, as [`ClusterStore::list_page`] reads it.
+pub(crate) struct Page {
+    /// The page's objects.
+    pub(crate) items: Vec<Value>,
+    /// Whether any object, selected or not, follows the page.
+    pub(crate) more: bool,
+    /// How many selected objects follow the page.
+    pub(crate) remaining: usize,
+    /// The version the page is consistent with.
+    pub(crate) resource_version: u64,
 }
 
 /// Objects are keyed by namespace ("" when cluster-scoped) and name, which gives lists their order.
@@ -570,20 +583,17 @@ impl ClusterStore {
             .and_then(Value::as_str)
             .unwrap_or_default();
         if name.is_empty() {
-            return Err(self.invalid(
-                ty,
-                "",
-                "metadata.name: Required value: name or generateName is required",
-            ));
+            return Err(self.invalid(ty, "", name_required()));
         }
         Ok((namespace, name.to_owned()))
     }
 
-    fn invalid(&self, ty: usize, name: &str, reason: &str) -> StoreError {
+    /// `422 Invalid` for one field of an object of type `ty`.
+    fn invalid(&self, ty: usize, name: &str, cause: Cause) -> StoreError {
         StoreError::Invalid {
-            resource: self.inner.registry.get(ty).resource_name(),
+            kind: qualified_kind(self.inner.registry.get(ty)),
             name: name.to_owned(),
-            reason: reason.to_owned(),
+            causes: vec![cause],
         }
     }
 
@@ -615,28 +625,57 @@ impl ClusterStore {
     }
 
     /// One page of a list: the objects of type `ty` (in `namespace`, or in all) that `selected` accepts, after
-    /// the key `after`, at most `limit` of them; how many more remain; and the current resource version. Only
-    /// the page is cloned: at scale a kind has tens of thousands of objects (TaskRuns), and cloning all of
-    /// them for every page made a paged list take minutes.
+    /// the key `after`, at most `limit` of them; then whether a full page has any object after it, selected or
+    /// not (a real apiserver offers to continue then, even if no more would be selected); how many of those
+    /// are selected; and the resource version the page is consistent with. Only the page is cloned: at scale a
+    /// kind has tens of thousands of objects (TaskRuns), and cloning all of them for every page made a paged
+    /// list take minutes.
+    ///
+    /// `at` lists the objects as they were at that version (a continue token's, or `resourceVersionMatch=Exact`),
+    /// as a real apiserver does from its snapshots: the current objects, with those changed since put back as
+    /// they were then from the watch history. `410 Expired` when the history no longer reaches back that far.
     pub(crate) fn list_page(
         &self,
         ty: usize,
         namespace: Option<&str>,
         after: Option<Key>,
         limit: usize,
+        at: Option<u64>,
         selected: impl Fn(&Value) -> bool,
-    ) -> (Vec<Value>, usize, u64) {
+    ) -> Result<Page> {
         use std::ops::Bound;
         let state = self.lock();
+        let version = at.map_or(state.resource_version, |at| at.min(state.resource_version));
+        let then = states_at(&state, ty, version)?;
         let start = after.map_or(Bound::Unbounded, Bound::Excluded);
-        let mut matching = state.objects[ty]
+        let now = state.objects[ty]
+            .range((start.clone(), Bound::Unbounded))
+            .map(|(key, object)| (key, Some(object)));
+        let before = then
             .range((start, Bound::Unbounded))
+            .map(|(key, object)| (key, object.as_ref()));
+        let mut in_range = merge_preferring(now, before)
             .filter(|((ns, _), _)| namespace.is_none_or(|wanted| ns == wanted))
-            .map(|(_, object)| object)
-            .filter(|object| selected(object));
-        let page: Vec<Value> = matching.by_ref().take(limit).cloned().collect();
-        let remaining = matching.count();
-        (page, remaining, state.resource_version)
+            .filter_map(|(_, object)| object);
+        let mut items = Vec::new();
+        while items.len() < limit {
+            match in_range.next() {
+                Some(object) if selected(object) => items.push(object.clone()),
+                Some(_) => {}
+                None => break,
+            }
+        }
+        let (mut more, mut remaining) = (false, 0);
+        for object in in_range {
+            more = true;
+            remaining += usize::from(selected(object));
+        }
+        Ok(Page {
+            items,
+            more,
+            remaining,
+            resource_version: version,
+        })
     }
 
     /// Fails with `410 Expired` when changes after `resource_version` are no longer retained.
@@ -704,20 +743,17 @@ impl ClusterStore {
             {
                 Some(prefix) if !prefix.is_empty() => format!("{prefix}{}", self.name_suffix(rv)),
                 _ => {
-                    return Err(self.invalid(
-                        ty,
-                        "",
-                        "metadata.name: Required value: name or generateName is required",
-                    ));
+                    return Err(self.invalid(ty, "", name_required()));
                 }
             },
         };
         if let Some(reason) = invalid_name(&name) {
-            return Err(self.invalid(
-                ty,
-                &name,
-                &format!("metadata.name: Invalid value: \"{name}\": {reason}"),
-            ));
+            let cause = Cause {
+                reason: "FieldValueInvalid",
+                field: "metadata.name".into(),
+                message: format!("Invalid value: \"{name}\": {reason}"),
+            };
+            return Err(self.invalid(ty, &name, cause));
         }
         let key = (namespace.clone(), name.clone());
         if state.objects[ty].contains_key(&key) {
@@ -738,6 +774,7 @@ impl ClusterStore {
         } else {
             meta.remove("namespace");
         }
+        drop_empty_maps(meta);
         meta.insert("uid".into(), json!(self.new_uid(rv)));
         meta.insert("resourceVersion".into(), json!(rv.to_string()));
         meta.insert("generation".into(), json!(1));
@@ -883,6 +920,7 @@ impl ClusterStore {
                 None => meta.remove(kept),
             };
         }
+        drop_empty_maps(meta);
         meta.insert("resourceVersion".into(), stored_version);
         // A write that changes nothing is not a change: no new version, no event (as in Kubernetes).
         if new == current {
@@ -928,18 +966,26 @@ impl ClusterStore {
                     .cloned()
                     .collect();
                 for inner_key in doomed {
-                    if let Some(mut inner) = state.objects[inner_ty].remove(&inner_key) {
+                    if let Some(before) = state.objects[inner_ty].remove(&inner_key) {
                         let rv = state.resource_version + 1;
+                        let mut inner = before.clone();
                         metadata(&mut inner)
                             .insert("resourceVersion".into(), json!(rv.to_string()));
-                        self.commit(&mut state, inner_ty, EventType::Deleted, &inner, None);
+                        self.commit(
+                            &mut state,
+                            inner_ty,
+                            EventType::Deleted,
+                            &inner,
+                            Some(&before),
+                        );
                     }
                 }
             }
         }
         let rv = state.resource_version + 1;
+        let before = obj.clone();
         metadata(&mut obj).insert("resourceVersion".into(), json!(rv.to_string()));
-        self.commit(&mut state, ty, EventType::Deleted, &obj, None);
+        self.commit(&mut state, ty, EventType::Deleted, &obj, Some(&before));
         drop(state);
         // The kubelet removes a deleted pod's logs; keeping them would grow without bound as pods come
         // and go.
@@ -1021,6 +1067,81 @@ pub(crate) fn now() -> String {
         .to_string()
 }
 
+/// The objects of type `ty` that changed after `version`, as they were at it (`None`: not created yet), from
+/// the watch history; empty at the current version.
+fn states_at(state: &State, ty: usize, version: u64) -> Result<BTreeMap<Key, Option<Value>>> {
+    let mut then = BTreeMap::new();
+    if version >= state.resource_version {
+        return Ok(then);
+    }
+    if version < state.oldest_resumable {
+        return Err(StoreError::Expired(format!(
+            "too old resource version: {version} ({})",
+            state.oldest_resumable
+        )));
+    }
+    for change in state
+        .history
+        .iter()
+        .filter(|c| c.type_index == ty && c.resource_version > version)
+    {
+        let object = change.object();
+        let field = |path: &str| {
+            object
+                .pointer(path)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let key = (field("/metadata/namespace"), field("/metadata/name"));
+        // The first change after `version` knows the state before it.
+        then.entry(key).or_insert_with(|| match change.event {
+            EventType::Added => None,
+            EventType::Modified | EventType::Deleted => change.previous(),
+        });
+    }
+    Ok(then)
+}
+
+/// Two key-ordered sequences as one, `preferred`'s entry winning where both have a key.
+fn merge_preferring<'a, T>(
+    base: impl Iterator<Item = (&'a Key, T)>,
+    preferred: impl Iterator<Item = (&'a Key, T)>,
+) -> impl Iterator<Item = (&'a Key, T)> {
+    use std::cmp::Ordering;
+    let (mut base, mut preferred) = (base.peekable(), preferred.peekable());
+    std::iter::from_fn(move || match (base.peek(), preferred.peek()) {
+        (Some((b, _)), Some((p, _))) => match b.cmp(p) {
+            Ordering::Less => base.next(),
+            Ordering::Greater => preferred.next(),
+            Ordering::Equal => {
+                base.next();
+                preferred.next()
+            }
+        },
+        (Some(_), None) => base.next(),
+        (None, _) => preferred.next(),
+    })
+}
+
+/// `Kind` in the core group, `Kind.group` in others: how a real apiserver names a type in `Invalid` errors.
+pub(crate) fn qualified_kind(rt: &ResourceType) -> String {
+    if rt.group.is_empty() {
+        rt.kind.clone()
+    } else {
+        format!("{}.{}", rt.kind, rt.group)
+    }
+}
+
+/// The cause of creating an object with neither a name nor a `generateName`.
+fn name_required() -> Cause {
+    Cause {
+        reason: "FieldValueRequired",
+        field: "metadata.name".into(),
+        message: "Required value: name or generateName is required".into(),
+    }
+}
+
 /// Why a name is not a DNS-1123 subdomain, if it is not.
 fn invalid_name(name: &str) -> Option<&'static str> {
     let ok_chars = name
@@ -1066,6 +1187,19 @@ fn object_map(obj: &mut Value) -> &mut Map<String, Value> {
     match obj {
         Value::Object(map) => map,
         _ => unreachable!("just made an object"),
+    }
+}
+
+/// Leaves out empty `labels` and `annotations`, as a real apiserver's `omitempty` does: a client reads
+/// no labels, not an empty map.
+fn drop_empty_maps(meta: &mut Map<String, Value>) {
+    for field in ["labels", "annotations"] {
+        if meta
+            .get(field)
+            .is_some_and(|v| v.is_null() || v.as_object().is_some_and(Map::is_empty))
+        {
+            meta.remove(field);
+        }
     }
 }
 
