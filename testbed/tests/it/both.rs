@@ -43,11 +43,7 @@ async fn the_fleet_from_real_api_servers_equals_the_fleet_from_the_sandbox() {
     if !testbed::binaries_present() {
         return;
     }
-    let sandbox =
-        sandbox::Sandbox::start_with(sandbox::Options::new("127.0.0.1:0".parse().unwrap()))
-            .await
-            .unwrap();
-    let platform = testbed::Platform::copy_of(&sandbox).await.unwrap();
+    let (sandbox, platform) = crate::sandbox_and_copy().await;
     let listen = "127.0.0.1:0".parse().unwrap();
     let emulated = Tower::start(&server::sandbox_cli::tower_config(&sandbox, listen)).await;
     // Tower's own tokens, bound only to the roles `cargo xtask manifests` generates: every watch must work.

@@ -2,7 +2,7 @@
 //! servers, an API server restarted, etcd's history compacted under Tower's watches. In each, Tower's cards
 //! say what is wrong and come back by themselves, with what changed meanwhile.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::Pod;
@@ -13,11 +13,7 @@ use crate::Tower;
 
 /// The sandbox's world on real API servers, and Tower reading it with its own tokens.
 async fn tower_on_real_servers() -> (sandbox::Sandbox, testbed::Platform, Tower) {
-    let sandbox =
-        sandbox::Sandbox::start_with(sandbox::Options::new("127.0.0.1:0".parse().unwrap()))
-            .await
-            .unwrap();
-    let platform = testbed::Platform::copy_of(&sandbox).await.unwrap();
+    let (sandbox, platform) = crate::sandbox_and_copy().await;
     let tower = Tower::start(
         &platform
             .tower_config(&sandbox, "127.0.0.1:0".parse().unwrap())
@@ -27,7 +23,7 @@ async fn tower_on_real_servers() -> (sandbox::Sandbox, testbed::Platform, Tower)
     (sandbox, platform, tower)
 }
 
-/// `payments`' card in `environment`, once `ready` holds for it; fails with the last card after `within`.
+/// `payments`' card in `environment`, once `ready` holds for it.
 async fn card_when(
     tower: &Tower,
     environment: &str,
@@ -35,27 +31,9 @@ async fn card_when(
     within: Duration,
     ready: impl Fn(&Value) -> bool,
 ) -> Value {
-    let deadline = Instant::now() + within;
-    loop {
-        let (status, detail) = tower.get_json("/api/v1/services/payments").await;
-        assert_eq!(status, 200, "{detail}");
-        let card = detail["cards"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|card| card["environment"] == environment)
-            .cloned()
-            .unwrap();
-        if ready(&card) {
-            println!(
-                "{what}: {:.1}s",
-                (Instant::now() + within - deadline).as_secs_f64()
-            );
-            return card;
-        }
-        assert!(Instant::now() < deadline, "{what} never came: {card:#}");
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+    tower
+        .card_when("payments", environment, what, within, ready)
+        .await
 }
 
 fn lost(card: &Value) -> bool {

@@ -7,7 +7,7 @@ mod both;
 mod faults;
 mod rbac;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Body;
@@ -18,6 +18,16 @@ use server::config::TowerConfig;
 use server::state::AppState;
 use shared::auth::Identity;
 use tower::ServiceExt as _;
+
+/// A sandbox and a testbed holding a copy of its world.
+pub async fn sandbox_and_copy() -> (sandbox::Sandbox, testbed::Platform) {
+    let sandbox =
+        sandbox::Sandbox::start_with(sandbox::Options::new("127.0.0.1:0".parse().unwrap()))
+            .await
+            .unwrap();
+    let platform = testbed::Platform::copy_of(&sandbox).await.unwrap();
+    (sandbox, platform)
+}
 
 /// Tower's router over `config`, once its fleet model has its first picture.
 pub struct Tower {
@@ -59,5 +69,35 @@ impl Tower {
         let status = response.status().as_u16();
         let bytes = response.into_body().collect().await.unwrap().to_bytes();
         (status, serde_json::from_slice(&bytes).unwrap_or_default())
+    }
+
+    /// `service`'s card in `environment`, once `ready` holds for it; fails with the last card seen after
+    /// `within`.
+    pub async fn card_when(
+        &self,
+        service: &str,
+        environment: &str,
+        what: &str,
+        within: Duration,
+        ready: impl Fn(&serde_json::Value) -> bool,
+    ) -> serde_json::Value {
+        let started = Instant::now();
+        loop {
+            let (status, detail) = self.get_json(&format!("/api/v1/services/{service}")).await;
+            assert_eq!(status, 200, "{detail}");
+            let card = detail["cards"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|card| card["environment"] == environment)
+                .cloned()
+                .unwrap();
+            if ready(&card) {
+                println!("{what}: {:.1}s", started.elapsed().as_secs_f64());
+                return card;
+            }
+            assert!(started.elapsed() < within, "{what} never came: {card:#}");
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
     }
 }

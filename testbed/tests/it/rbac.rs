@@ -1,7 +1,7 @@
 //! Tower's generated roles on real API servers: they let every watch work (`both` reads the whole fleet with
 //! them), they refuse every write, and a rule missing from them shows on the card as forbidden, not as a blank.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::rbac::v1::ClusterRole;
@@ -108,25 +108,11 @@ async fn towers_tokens_read_but_every_write_is_refused_with_a_status() {
     );
 }
 
-/// The prod card of `payments`, once `ready` holds for it (or the last one seen, failing, after a minute).
+/// The prod card of `payments`, once `ready` holds for it.
 async fn prod_card_when(tower: &Tower, what: &str, ready: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let (status, detail) = tower.get_json("/api/v1/services/payments").await;
-        assert_eq!(status, 200, "{detail}");
-        let card = detail["cards"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|card| card["environment"] == "prod")
-            .cloned()
-            .unwrap();
-        if ready(&card) {
-            return card;
-        }
-        assert!(Instant::now() < deadline, "{what} never came: {card:#}");
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+    tower
+        .card_when("payments", "prod", what, Duration::from_secs(60), ready)
+        .await
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -134,11 +120,7 @@ async fn a_rule_missing_from_towers_role_shows_on_the_card_as_forbidden() {
     if !testbed::binaries_present() {
         return;
     }
-    let sandbox =
-        sandbox::Sandbox::start_with(sandbox::Options::new("127.0.0.1:0".parse().unwrap()))
-            .await
-            .unwrap();
-    let platform = testbed::Platform::copy_of(&sandbox).await.unwrap();
+    let (sandbox, platform) = crate::sandbox_and_copy().await;
     let prod = platform.testbed.admin("prod").unwrap();
     let roles: Api<ClusterRole> = Api::all(prod);
     let generated = roles.get("tower-reader").await.unwrap();
