@@ -133,15 +133,6 @@ impl Testbed {
         )
     }
 
-    /// The process ids of etcd and every API server, for memory readings.
-    pub fn process_ids(&self) -> Vec<u32> {
-        self.etcd
-            .iter()
-            .chain(self.servers.values().filter_map(|s| s.process.as_ref()))
-            .map(Process::id)
-            .collect()
-    }
-
     /// Kills etcd: the API servers stay up and answer errors until [`Self::start_etcd`].
     pub fn stop_etcd(&mut self) {
         if let Some(etcd) = self.etcd.take() {

@@ -120,17 +120,8 @@ fn open_crd(ty: &ResourceType) -> Value {
 /// Applies `crds` and waits until the server has established every one. A CRD the server rejects fails
 /// with the server's message and the CRD's name.
 pub async fn install_crds(client: &Client, crds: &[Value]) -> Result<()> {
+    apply_documents(client, crds).await?;
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in crds {
-        let name = crd["metadata"]["name"].as_str().unwrap_or_default();
-        api.patch(
-            name,
-            &PatchParams::apply(MANAGER).force(),
-            &Patch::Apply(crd),
-        )
-        .await
-        .with_context(|| format!("the API server rejects the CRD {name}"))?;
-    }
     let deadline = Instant::now() + Duration::from_secs(60);
     for crd in crds {
         let name = crd["metadata"]["name"].as_str().unwrap_or_default();
@@ -279,6 +270,8 @@ fn first_difference(wanted: Option<&Value>, stored: Option<&Value>, path: &str) 
 /// through discovery. Secrets of type `service-account-token` are left out: no controller manager fills them;
 /// [`token_for`] asks the server for a token instead.
 pub async fn apply_documents(client: &Client, documents: &[Value]) -> Result<()> {
+    // One discovery per kind, not per document: the CRDs alone are thirty documents of one kind.
+    let mut discovered = std::collections::HashMap::new();
     for document in documents {
         if document["type"] == "kubernetes.io/service-account-token" {
             continue;
@@ -286,16 +279,22 @@ pub async fn apply_documents(client: &Client, documents: &[Value]) -> Result<()>
         let api_version = document["apiVersion"].as_str().unwrap_or_default();
         let kind = document["kind"].as_str().unwrap_or_default();
         let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-        let (resource, capabilities) =
-            pinned_kind(client, &GroupVersionKind::gvk(group, version, kind))
-                .await
-                .with_context(|| format!("discovering {api_version} {kind}"))?;
+        let gvk = GroupVersionKind::gvk(group, version, kind);
+        let (resource, capabilities) = match discovered.get(&gvk) {
+            Some(found) => found,
+            None => {
+                let found = pinned_kind(client, &gvk)
+                    .await
+                    .with_context(|| format!("discovering {api_version} {kind}"))?;
+                discovered.entry(gvk).or_insert(found)
+            }
+        };
         let name = document["metadata"]["name"].as_str().unwrap_or_default();
         let api: Api<DynamicObject> = match document["metadata"]["namespace"].as_str() {
             Some(namespace) if capabilities.scope == kube::discovery::Scope::Namespaced => {
-                Api::namespaced_with(client.clone(), namespace, &resource)
+                Api::namespaced_with(client.clone(), namespace, resource)
             }
-            _ => Api::all_with(client.clone(), &resource),
+            _ => Api::all_with(client.clone(), resource),
         };
         api.patch(
             name,

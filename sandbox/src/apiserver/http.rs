@@ -20,7 +20,7 @@ use super::discovery::{self, StatusField};
 use super::error::{Cause, Result, StoreError};
 use super::logs::{self, LogQuery};
 use super::selector::{FieldSelector, LabelSelector, Selection};
-use super::store::{ClusterStore, Write, metadata, qualified_kind};
+use super::store::{ClusterStore, Write, key_of, metadata, qualified_kind};
 use super::watch::{self, WatchQuery};
 use super::{Clusters, ResourceType};
 
@@ -650,16 +650,4 @@ fn deleted_status(rt: &ResourceType, deleted: &Value) -> Value {
         "status": "Success",
         "details": details,
     })
-}
-
-/// An object's list position: namespace ("" when cluster-scoped), then name.
-fn key_of(object: &Value) -> (String, String) {
-    let field = |path: &str| {
-        object
-            .pointer(path)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned()
-    };
-    (field("/metadata/namespace"), field("/metadata/name"))
 }

@@ -1085,15 +1085,7 @@ fn states_at(state: &State, ty: usize, version: u64) -> Result<BTreeMap<Key, Opt
         .iter()
         .filter(|c| c.type_index == ty && c.resource_version > version)
     {
-        let object = change.object();
-        let field = |path: &str| {
-            object
-                .pointer(path)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned()
-        };
-        let key = (field("/metadata/namespace"), field("/metadata/name"));
+        let key = key_of(&change.object());
         // The first change after `version` knows the state before it.
         then.entry(key).or_insert_with(|| match change.event {
             EventType::Added => None,
@@ -1223,4 +1215,16 @@ fn to_value<K: kube::Resource<DynamicType = ()> + Serialize>(obj: &K) -> Result<
 fn from_value<K: kube::Resource<DynamicType = ()> + DeserializeOwned>(value: Value) -> Result<K> {
     serde_json::from_value(value)
         .map_err(|e| StoreError::BadRequest(format!("cannot decode {}: {e}", K::kind(&()))))
+}
+
+/// An object's list position: namespace ("" when cluster-scoped), then name.
+pub(crate) fn key_of(object: &Value) -> Key {
+    let field = |path: &str| {
+        object
+            .pointer(path)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    (field("/metadata/namespace"), field("/metadata/name"))
 }
