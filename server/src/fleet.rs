@@ -45,8 +45,17 @@ const ACTIVITY_KEPT: usize = 50;
 pub enum Dirty {
     /// One service, every environment.
     Service(String),
+    /// One of the platform's own Applications changed; for a platform resource's, its (kind, name), whose
+    /// services show it.
+    Platform(Option<(String, String)>),
     /// Everything (a cluster's state changed, or a first list completed).
     All,
+}
+
+impl From<String> for Dirty {
+    fn from(service: String) -> Self {
+        Dirty::Service(service)
+    }
 }
 
 /// The caches of one workload cluster.
@@ -124,6 +133,8 @@ struct View {
     services_json: Bytes,
     /// The same, gzipped once per change: at a thousand services the list is large and sent often.
     services_json_gzip: Bytes,
+    /// The platform's own Applications by standing, for the Overview.
+    platform_counts: shared::platform::StandingCounts,
 }
 
 struct Inner {
@@ -139,6 +150,8 @@ struct Inner {
     ready: tokio_watch::Receiver<bool>,
     /// The pipeline caches, for the cards' build links.
     pipelines: Option<crate::pipelines::Pipelines>,
+    /// Argo CD's web UI, for links to Applications.
+    argocd_ui: Option<String>,
 }
 
 /// The fleet as the server knows it, shared by every request.
@@ -159,6 +172,7 @@ impl FleetModel {
         code: Option<CodeCache>,
         catalog: catalog::Catalog,
         pipelines: Option<crate::pipelines::Pipelines>,
+        argocd_ui: Option<String>,
         dirty_tx: mpsc::UnboundedSender<Dirty>,
         dirty: mpsc::UnboundedReceiver<Dirty>,
     ) -> Self {
@@ -176,6 +190,7 @@ impl FleetModel {
                 activity: std::sync::Mutex::default(),
                 ready,
                 pipelines,
+                argocd_ui,
             }),
         };
         if let Some(pipelines) = &model.inner.pipelines {
@@ -360,6 +375,62 @@ impl FleetModel {
         )
     }
 
+    /// The services whose pages show the platform resource `kind`/`name`: a Release's component, a
+    /// Database's or DatabaseSchema's bound services (and the one it is named after), a Component itself.
+    fn services_showing(&self, kind: &str, name: &str) -> Vec<String> {
+        let stores = &self.inner.stores;
+        match kind {
+            "Component" => vec![name.to_string()],
+            "Release" => stores
+                .releases
+                .state()
+                .iter()
+                .filter(|r| r.name_any() == name)
+                .map(|r| r.spec.component.clone())
+                .collect(),
+            "Database" | "DatabaseSchema" => {
+                let database = match kind {
+                    "Database" => stores
+                        .databases
+                        .state()
+                        .iter()
+                        .find(|d| d.name_any() == name)
+                        .map(|d| (d.spec.name.clone(), d.spec.environment.clone())),
+                    _ => stores
+                        .schemas
+                        .state()
+                        .iter()
+                        .find(|s| s.name_any() == name)
+                        .map(|s| (s.spec.database.clone(), s.spec.environment.clone())),
+                };
+                let Some((database, environment)) = database else {
+                    return Vec::new();
+                };
+                let bound = stores
+                    .databases
+                    .state()
+                    .iter()
+                    .filter(|d| d.spec.name == database && d.spec.environment == environment)
+                    .flat_map(|d| d.status.clone().unwrap_or_default().bound_components)
+                    .collect::<Vec<_>>();
+                std::iter::once(database).chain(bound).collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// The platform's Applications as the `/platform` page shows them (without git's last bumps).
+    pub fn platform_view(
+        &self,
+        clusters: &[(String, Option<String>)],
+    ) -> shared::platform::PlatformView {
+        crate::platform::platform_view(
+            &self.inner.stores.applications.state(),
+            clusters,
+            self.inner.argocd_ui.as_deref(),
+        )
+    }
+
     /// The labels Argo CD knows each workload cluster by, from its cluster secret's metadata, by the
     /// secret's `environment` label (the label the platform's ApplicationSets select clusters with).
     pub fn cluster_labels(&self) -> BTreeMap<String, BTreeMap<String, String>> {
@@ -439,6 +510,20 @@ impl FleetModel {
             }
         }
         let schemas = self.inner.stores.schemas.state();
+        let applications = self.inner.stores.applications.state();
+        let installers = crate::platform::Installers::of(applications.iter().map(Arc::as_ref));
+        let resource_applications = crate::platform::resource_applications(&applications);
+        let own_application = |kind: &str, name: String| {
+            resource_applications
+                .get(&(kind.to_string(), name))
+                .map(|app| {
+                    crate::platform::resource_application(
+                        app,
+                        &installers,
+                        self.inner.argocd_ui.as_deref(),
+                    )
+                })
+        };
         let mut views: Vec<DatabaseView> = self
             .inner
             .stores
@@ -449,10 +534,10 @@ impl FleetModel {
             .map(|db| {
                 let (name, environment) = (&db.spec.name, &db.spec.environment);
                 let status = db.status.clone().unwrap_or_default();
-                let schema = schemas
+                let schema_object = schemas
                     .iter()
-                    .find(|s| &s.spec.database == name && &s.spec.environment == environment)
-                    .and_then(|s| s.status.as_ref());
+                    .find(|s| &s.spec.database == name && &s.spec.environment == environment);
+                let schema = schema_object.and_then(|s| s.status.as_ref());
                 let code = in_code
                     .get(&(environment.as_str(), name.as_str()))
                     .map(Vec::as_slice)
@@ -497,6 +582,9 @@ impl FleetModel {
                                 .collect()
                         })
                         .unwrap_or_default(),
+                    application: own_application("Database", db.name_any()),
+                    schema_application: schema_object
+                        .and_then(|s| own_application("DatabaseSchema", s.name_any())),
                 }
             })
             .collect();
@@ -535,6 +623,7 @@ impl FleetModel {
         FleetEvent::Snapshot {
             services: self.services(),
             sources: self.sources(),
+            platform: self.read(|view| view.platform_counts.clone()),
         }
     }
 
@@ -611,12 +700,23 @@ impl FleetModel {
         let stores = &self.inner.stores;
         let components = stores.components.state();
         let all = batch.contains(&Dirty::All);
+        let platform_changed = all || batch.iter().any(|d| matches!(d, Dirty::Platform(_)));
+        // A platform resource's own Application shows on the cards and databases of its services.
+        let resource_services: Vec<String> = batch
+            .iter()
+            .filter_map(|d| match d {
+                Dirty::Platform(Some((kind, name))) => Some((kind.as_str(), name.as_str())),
+                _ => None,
+            })
+            .flat_map(|(kind, name)| self.services_showing(kind, name))
+            .collect();
         let wanted: BTreeSet<&str> = batch
             .iter()
             .filter_map(|d| match d {
                 Dirty::Service(name) => Some(name.as_str()),
-                Dirty::All => None,
+                Dirty::All | Dirty::Platform(_) => None,
             })
+            .chain(resource_services.iter().map(String::as_str))
             .collect();
         let index = Index::build(stores, &self.inner.labels, |name| {
             all || wanted.contains(name)
@@ -732,6 +832,13 @@ impl FleetModel {
             let json = serde_json::to_vec(&list).unwrap_or_default();
             view.services_json_gzip = gzip(&json);
             view.services_json = Bytes::from(json);
+        }
+        if platform_changed {
+            view.platform_counts =
+                crate::platform::standing_counts(&self.inner.stores.applications.state());
+            deltas.push(FleetEvent::PlatformChanged {
+                counts: view.platform_counts.clone(),
+            });
         }
         *self
             .inner
@@ -855,6 +962,16 @@ impl FleetModel {
             migrations_in_code,
             now: Some(now),
         });
+        card.release_application = release.and_then(|release| {
+            let app = index
+                .resource_applications
+                .get(&("Release".to_string(), release.name_any()))?;
+            Some(crate::platform::resource_application(
+                app,
+                &index.installers,
+                self.inner.argocd_ui.as_deref(),
+            ))
+        });
         // The run that built what runs here (or what the Release asks for, before anything runs).
         card.build = self.inner.pipelines.as_ref().and_then(|pipelines| {
             let version = card
@@ -895,6 +1012,10 @@ struct Index {
     deployments: HashMap<Key, Vec<Arc<Deployment>>>,
     events: HashMap<Key, Vec<Arc<Event>>>,
     schemas: Vec<Arc<DatabaseSchema>>,
+    /// Platform resources' own Applications by (kind, name).
+    resource_applications: HashMap<(String, String), Arc<DynamicObject>>,
+    /// Which Application installs which CRD, for telling waiting apps from failing ones.
+    installers: crate::platform::Installers,
 }
 
 impl Index {
@@ -925,7 +1046,12 @@ impl Index {
             deployments: HashMap::new(),
             events: HashMap::new(),
             schemas: stores.schemas.state(),
+            resource_applications: HashMap::new(),
+            installers: crate::platform::Installers::default(),
         };
+        let applications = stores.applications.state();
+        index.installers = crate::platform::Installers::of(applications.iter().map(Arc::as_ref));
+        index.resource_applications = crate::platform::resource_applications(&applications);
         for release in stores.releases.state() {
             if wanted(&release.spec.component) {
                 let key = (
@@ -935,7 +1061,7 @@ impl Index {
                 index.releases.insert(key, release);
             }
         }
-        for app in stores.applications.state() {
+        for app in applications {
             if let Some(key) = label_key(&app.metadata, None) {
                 index.applications.entry(key).or_default().push(app);
             }

@@ -11,6 +11,7 @@ pub mod fleet;
 pub mod logs;
 pub mod metrics;
 pub mod pipelines;
+pub mod platform;
 pub mod routes;
 #[cfg(feature = "sandbox")]
 pub mod sandbox_cli;

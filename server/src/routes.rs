@@ -13,6 +13,7 @@ pub mod fleet;
 pub mod logs;
 pub mod metrics;
 pub mod pipelines;
+pub mod platform;
 pub mod session;
 pub mod slo;
 pub mod spa;
@@ -111,6 +112,7 @@ pub fn api(state: &AppState) -> ApiRoutes {
     let api = slo::routes(api);
     let api = pipelines::routes(api);
     let api = config::routes(api);
+    let api = platform::routes(api);
     let api = webhooks::routes(api);
     delivery::routes(api)
 }

@@ -300,6 +300,8 @@ async fn build(
         code,
         catalog.clone(),
         Some(pipelines.clone()),
+        // Argo CD's UI is served where its API is; the first instance is the one running on management.
+        config.argocd.first().map(|instance| instance.url.clone()),
         dirty_tx,
         dirty_rx,
     );
@@ -409,6 +411,7 @@ async fn build(
         log_history,
         delivery,
         pipelines,
+        platform_bumps: crate::platform::Bumps::default(),
         platform_settings: std::sync::Arc::new(crate::config_view::PlatformSettings::from_config(
             config,
         )),

@@ -21,6 +21,7 @@ use crate::fleet::{
 use crate::logs::{LogLine, RecentPods};
 use crate::metrics::{MetricsRange, MetricsView};
 use crate::pipelines::{LogChunk, PipelineQuery, PipelineRunDetail, PipelineRunPage, StepLogQuery};
+use crate::platform::PlatformView;
 use crate::session::SessionInfo;
 use crate::slo::{SloSummary, SloView};
 use crate::url::encode_query_value;
@@ -272,6 +273,10 @@ endpoints! {
     /// The platform's configuration: ApplicationSets and what they generated, the clusters, Tower's settings.
     GetPlatformConfig: Get "/config" (), Fleet(Permission::ReadFleet);
         () => PlatformConfig;
+    /// The platform's own components and Crossplane packages per cluster, with their Applications, versions,
+    /// skew and last bumps.
+    GetPlatform: Get "/platform" (), Fleet(Permission::ReadPlatform);
+        () => PlatformView;
     /// Every Database in every environment, by environment then name.
     ListAllDatabases: Get "/databases" (), Fleet(Permission::ReadFleet);
         () => Vec<DatabaseView>;

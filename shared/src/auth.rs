@@ -24,6 +24,8 @@ pub enum Permission {
     ReadPullRequests,
     /// A service's metrics: the fixed queries of the Metrics tab.
     ReadMetrics,
+    /// The platform's own components, packages and Applications per cluster (`/platform`).
+    ReadPlatform,
     /// Pod logs (owner-only).
     ReadLogs,
     /// A failed migration's database error text (owner-only).
@@ -42,12 +44,13 @@ pub enum Permission {
 
 impl Permission {
     /// Every permission, for exhaustive tests and the UI's explanations.
-    pub const ALL: [Permission; 12] = [
+    pub const ALL: [Permission; 13] = [
         Permission::ReadCatalog,
         Permission::ReadFleet,
         Permission::ReadReleases,
         Permission::ReadPullRequests,
         Permission::ReadMetrics,
+        Permission::ReadPlatform,
         Permission::ReadLogs,
         Permission::ReadDatabaseErrors,
         Permission::RunTemplates,
@@ -84,6 +87,7 @@ impl Permission {
             Permission::ReadReleases => "see releases",
             Permission::ReadPullRequests => "see pull requests",
             Permission::ReadMetrics => "see metrics",
+            Permission::ReadPlatform => "see the platform",
             Permission::ReadLogs => "see logs",
             Permission::ReadDatabaseErrors => "see database errors",
             Permission::RunTemplates => "run templates",
@@ -102,6 +106,7 @@ impl Permission {
             Permission::ReadReleases,
             Permission::ReadPullRequests,
             Permission::ReadMetrics,
+            Permission::ReadPlatform,
         ]
         .into()
     }

@@ -348,6 +348,10 @@ pub struct DeploymentCard {
     /// for), when Tower has that run in memory: the card links its version to the run page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub build: Option<crate::pipelines::RunRef>,
+    /// The Release's own Application (`taskapp-platform` applies each Release as-is), found by label: whether
+    /// the Release itself is applied, apart from whether what it asks for runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release_application: Option<crate::platform::ResourceApplication>,
 }
 
 impl DeploymentCard {
@@ -683,6 +687,9 @@ pub enum FleetEvent {
         /// Every cluster's connection.
         #[serde(default)]
         sources: Vec<SourceStatus>,
+        /// The platform's own Applications by standing.
+        #[serde(default)]
+        platform: crate::platform::StandingCounts,
     },
     /// A service appeared or changed.
     ServiceUpserted {
@@ -722,6 +729,12 @@ pub enum FleetEvent {
     },
     /// The GitOps repository's main moved: release records (and the Releases page) are stale.
     ReleasesChanged,
+    /// One of the platform's own Applications changed (a component's version bump, a sync, a resource's
+    /// Application): the Platform page reads `/platform` again; the counts are the Overview's.
+    PlatformChanged {
+        /// The platform's Applications by standing, now.
+        counts: crate::platform::StandingCounts,
+    },
     /// A pipeline run went away (pruned, or dropped from Tower's bounded history).
     PipelineRunRemoved {
         /// Its namespace.
@@ -753,12 +766,15 @@ impl FleetEvent {
             run: Option<crate::pipelines::PipelineRunSummary>,
             namespace: Option<String>,
             pull: Option<crate::delivery::PullRequestView>,
+            platform: Option<crate::platform::StandingCounts>,
+            counts: Option<crate::platform::StandingCounts>,
         }
         let e: Envelope = serde_json::from_str(text).ok()?;
         Some(match e.kind.as_str() {
             "snapshot" => FleetEvent::Snapshot {
                 services: e.services?,
                 sources: e.sources.unwrap_or_default(),
+                platform: e.platform.unwrap_or_default(),
             },
             "service_upserted" => FleetEvent::ServiceUpserted {
                 service: e.service?,
@@ -774,6 +790,7 @@ impl FleetEvent {
             },
             "pull_request_updated" => FleetEvent::PullRequestUpdated { pull: e.pull? },
             "releases_changed" => FleetEvent::ReleasesChanged,
+            "platform_changed" => FleetEvent::PlatformChanged { counts: e.counts? },
             _ => return None,
         })
     }
@@ -810,7 +827,8 @@ impl Fleet {
             | FleetEvent::PipelineRunUpdated { .. }
             | FleetEvent::PipelineRunRemoved { .. }
             | FleetEvent::PullRequestUpdated { .. }
-            | FleetEvent::ReleasesChanged => {}
+            | FleetEvent::ReleasesChanged
+            | FleetEvent::PlatformChanged { .. } => {}
         }
     }
 
@@ -869,6 +887,7 @@ mod tests {
         fleet.apply(FleetEvent::Snapshot {
             services: vec![service("payments", "payments"), service("checkout", "shop")],
             sources: vec![],
+            platform: Default::default(),
         });
         let names: Vec<_> = fleet.services().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["checkout", "payments"]);
@@ -924,6 +943,11 @@ mod tests {
             FleetEvent::Snapshot {
                 services: vec![service("payments", "payments")],
                 sources: vec![source.clone()],
+                platform: crate::platform::StandingCounts {
+                    healthy: 30,
+                    waiting: 2,
+                    ..Default::default()
+                },
             },
             FleetEvent::ServiceUpserted {
                 service: service("ledger", "payments"),
@@ -1003,6 +1027,12 @@ mod tests {
                 },
             },
             FleetEvent::ReleasesChanged,
+            FleetEvent::PlatformChanged {
+                counts: crate::platform::StandingCounts {
+                    failing: 1,
+                    ..Default::default()
+                },
+            },
         ];
         for event in &events {
             match event {
@@ -1015,7 +1045,8 @@ mod tests {
                 | FleetEvent::PipelineRunUpdated { .. }
                 | FleetEvent::PipelineRunRemoved { .. }
                 | FleetEvent::PullRequestUpdated { .. }
-                | FleetEvent::ReleasesChanged => {}
+                | FleetEvent::ReleasesChanged
+                | FleetEvent::PlatformChanged { .. } => {}
             }
         }
         events
@@ -1026,7 +1057,7 @@ mod tests {
         let events = one_of_each();
         let kinds: std::collections::HashSet<_> =
             events.iter().map(std::mem::discriminant).collect();
-        assert_eq!(kinds.len(), 10, "one sample per variant");
+        assert_eq!(kinds.len(), 11, "one sample per variant");
         for event in events {
             let wire = serde_json::to_string(&event).unwrap_or_default();
             assert_eq!(FleetEvent::decode(&wire), Some(event), "{wire}");
@@ -1039,7 +1070,8 @@ mod tests {
             FleetEvent::decode(r#"{"type":"snapshot","services":[]}"#),
             Some(FleetEvent::Snapshot {
                 services: vec![],
-                sources: vec![]
+                sources: vec![],
+                platform: Default::default(),
             })
         );
         assert_eq!(FleetEvent::decode(r#"{"type":"metrics_updated"}"#), None);
@@ -1083,6 +1115,12 @@ pub struct DatabaseView {
     pub bound_components: Vec<String>,
     /// The schema operator's checks.
     pub checks: Vec<SchemaCheckView>,
+    /// The Database's own Application, found by label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub application: Option<crate::platform::ResourceApplication>,
+    /// Its DatabaseSchema's own Application, found by label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema_application: Option<crate::platform::ResourceApplication>,
 }
 
 /// One check of applying a schema.

@@ -13,6 +13,7 @@ pub mod fleet;
 pub mod logs;
 pub mod metrics;
 pub mod pipelines;
+pub mod platform;
 pub mod random;
 pub mod session;
 pub mod slo;

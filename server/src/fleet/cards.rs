@@ -155,7 +155,7 @@ fn standing(app: &Value) -> (SyncStatus, Health) {
     )
 }
 
-fn application_view(object: &DynamicObject) -> ApplicationView {
+pub(crate) fn application_view(object: &DynamicObject) -> ApplicationView {
     let app = &object.data;
     let operation = app
         .get("status")
@@ -703,6 +703,7 @@ pub fn card(inputs: CardInputs<'_>) -> DeploymentCard {
         events: event_views(&inputs.events),
         // Filled by the fleet model, which holds the pipeline caches.
         build: None,
+        release_application: None,
     }
 }
 

@@ -151,7 +151,17 @@ pub fn start(
                 ar,
                 management.clone(),
                 dirty_tx.clone(),
-                by_label(label.clone()),
+                {
+                    let service = by_label(label.clone());
+                    // A service's deploy marks its service; one of the platform's own marks the platform
+                    // (and, for a platform resource's, the services showing that resource).
+                    move |app: &DynamicObject| {
+                        service(app).map(Dirty::Service).or_else(|| {
+                            crate::platform::is_platform_application(app)
+                                .then(|| Dirty::Platform(crate::platform::resource_of(app)))
+                        })
+                    }
+                },
             )
         },
         application_sets: {
@@ -162,7 +172,7 @@ pub fn start(
                 ar,
                 management.clone(),
                 dirty_tx.clone(),
-                |_: &DynamicObject| None,
+                |_: &DynamicObject| None::<String>,
             )
         },
         // Metadata only (`PartialObjectMetadata`): the clusters' labels, never their credentials.
@@ -176,7 +186,7 @@ pub fn start(
             |_| {},
             management.clone(),
             dirty_tx.clone(),
-            |_: &PartialObjectMeta<Secret>| None,
+            |_: &PartialObjectMeta<Secret>| None::<String>,
         ),
         slos: {
             let ar = watched::SERVICE_LEVEL_OBJECTIVES.api_resource();
@@ -373,14 +383,15 @@ fn spawn_recovery_probe(source: SourceHandle, client: Client) {
 }
 
 /// Starts one reflector whose events mark `key(object)` dirty and report to `source`.
-fn spawn<K>(
+fn spawn<K, D>(
     api: Api<K>,
     dyntype: K::DynamicType,
     source: SourceHandle,
     dirty: mpsc::UnboundedSender<Dirty>,
-    key: impl Fn(&K) -> Option<String> + Send + 'static,
+    key: impl Fn(&K) -> Option<D> + Send + 'static,
 ) -> Store<K>
 where
+    D: Into<Dirty>,
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Clone + Eq + Hash + Send + Sync + 'static,
 {
@@ -440,16 +451,17 @@ fn trim_event(event: &mut Event) {
 }
 
 /// As [`spawn`], watching with `config` and trimming each object with `trim` before it is stored.
-fn spawn_with<K>(
+fn spawn_with<K, D>(
     api: Api<K>,
     dyntype: K::DynamicType,
     config: watcher::Config,
     trim: impl Fn(&mut K) + Send + 'static,
     source: SourceHandle,
     dirty: mpsc::UnboundedSender<Dirty>,
-    key: impl Fn(&K) -> Option<String> + Send + 'static,
+    key: impl Fn(&K) -> Option<D> + Send + 'static,
 ) -> Store<K>
 where
+    D: Into<Dirty>,
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Clone + Eq + Hash + Send + Sync + 'static,
 {
@@ -472,8 +484,8 @@ where
             match event {
                 Ok(watcher::Event::Apply(object) | watcher::Event::Delete(object)) => {
                     source.healthy(watch_id, SourceState::Connected);
-                    if let Some(service) = key(&object) {
-                        let _ = dirty.send(Dirty::Service(service));
+                    if let Some(marked) = key(&object) {
+                        let _ = dirty.send(marked.into());
                     }
                 }
                 Ok(watcher::Event::Init) => {

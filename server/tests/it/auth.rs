@@ -203,6 +203,7 @@ fn table(
         ),
         row::<SubmitConfigEdit>(SubmitConfigEdit::url("payments"), edit, OPENS),
         row::<GetPlatformConfig>(GetPlatformConfig::url(), none.clone(), READ),
+        row::<GetPlatform>(GetPlatform::url(), none.clone(), READ),
         row::<ListAllDatabases>(ListAllDatabases::url(), none.clone(), READ),
         row::<GetDatabase>(GetDatabase::url("prod", "payments"), none.clone(), READ),
         row::<GetDatabase>(

@@ -13,6 +13,7 @@ mod logs;
 mod manifests;
 mod metrics;
 mod pipelines;
+mod platform;
 mod replicas;
 mod secrets;
 #[cfg(target_os = "linux")]

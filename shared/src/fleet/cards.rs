@@ -173,6 +173,7 @@ mod tests {
             deployments: vec![],
             events: vec![],
             build: None,
+            release_application: None,
         }
     }
 
