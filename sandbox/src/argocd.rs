@@ -362,9 +362,17 @@ impl AppQuery {
                     || projects
                         .iter()
                         .any(|p| text("/spec/project") == Some(p.as_str())))
-                && repo
-                    .as_deref()
-                    .is_none_or(|r| text("/spec/source/repoURL") == Some(r))
+                && repo.as_deref().is_none_or(|r| {
+                    text("/spec/source/repoURL") == Some(r)
+                        || app
+                            .pointer("/spec/sources")
+                            .and_then(Value::as_array)
+                            .is_some_and(|sources| {
+                                sources
+                                    .iter()
+                                    .any(|s| s.get("repoURL").and_then(Value::as_str) == Some(r))
+                            })
+                })
                 && labels(app)
         })
     }
@@ -524,23 +532,37 @@ async fn sync(
     ))
 }
 
-/// The Application with a sync `operation` requested and its `operationState` Running.
+/// The Application with a sync `operation` requested and its `operationState` Running. A multi-source
+/// Application's operation names a revision per source (`revisions`), a single source's one `revision`.
 fn with_operation(mut app: Value, request: &SyncRequest) -> Value {
-    let revision = request
-        .revision
-        .clone()
-        .filter(|r| !r.is_empty())
-        .or_else(|| {
-            app.pointer("/spec/source/targetRevision")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        })
-        .unwrap_or_else(|| "HEAD".to_owned());
+    let target = |source: &Value| {
+        source
+            .get("targetRevision")
+            .and_then(Value::as_str)
+            .filter(|r| !r.is_empty())
+            .unwrap_or("HEAD")
+            .to_owned()
+    };
     let mut sync = json!({
-        "revision": revision,
         "prune": request.prune,
         "syncStrategy": request.strategy.clone().unwrap_or_else(|| json!({"hook": {}})),
     });
+    match app.pointer("/spec/sources").and_then(Value::as_array) {
+        Some(sources) => {
+            sync["revisions"] = json!(sources.iter().map(target).collect::<Vec<_>>());
+        }
+        None => {
+            sync["revision"] = json!(
+                request
+                    .revision
+                    .clone()
+                    .filter(|r| !r.is_empty())
+                    .unwrap_or_else(|| app
+                        .pointer("/spec/source")
+                        .map_or_else(|| "HEAD".to_owned(), target))
+            );
+        }
+    }
     if let Some(resources) = request.resources.as_ref().filter(|r| !r.is_empty()) {
         sync["resources"] = json!(resources);
     }

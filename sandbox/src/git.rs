@@ -1,5 +1,6 @@
 //! Real git repositories built from the plan ([`crate::world`]): one bare repository per service, the
-//! GitOps repository `application-repositories`, and the one repository only in the catalog
+//! GitOps repository `application-repositories` (its platform component and package files for the
+//! sandbox's clusters, [`Builder::topology`]), and the one repository only in the catalog
 //! ([`crate::world::CATALOG_ONLY`]), under `<root>/acme/<name>.git`. They are the forge's
 //! storage, and `git log` on them tells the same story as the Kubernetes fixtures.
 //!
@@ -9,7 +10,7 @@
 
 mod gitops;
 pub mod people;
-pub(crate) use gitops::{derived_release_files, derived_schema_file};
+pub(crate) use gitops::{bump_message, derived_release_files, derived_schema_file, planned_head};
 mod services;
 mod stream;
 
@@ -415,6 +416,7 @@ pub struct Builder {
     root: Option<PathBuf>,
     release_history: Option<usize>,
     timeline: Timeline,
+    topology: crate::topology::Topology,
 }
 
 impl Builder {
@@ -434,6 +436,13 @@ impl Builder {
     /// Lays the histories out to end just before `timeline`'s start (by default, the fixed world's).
     pub fn timeline(mut self, timeline: Timeline) -> Self {
         self.timeline = timeline;
+        self
+    }
+
+    /// Writes the platform's component and package files for `topology`'s clusters (by default, one prod
+    /// cluster).
+    pub fn topology(mut self, topology: crate::topology::Topology) -> Self {
+        self.topology = topology;
         self
     }
 
@@ -490,12 +499,19 @@ impl Builder {
             stream.finish(),
         )?;
 
+        let gitops_dir = org.join(format!("{GITOPS_REPOSITORY}.git"));
         let pulls = gitops::build(
-            &org.join(format!("{GITOPS_REPOSITORY}.git")),
+            &gitops_dir,
             &histories,
             self.release_history,
             &self.timeline,
+            &self.topology,
         )?;
+        let gitops = Git::at(&gitops_dir);
+        histories.gitops_head = gitops
+            .resolve("refs/heads/main")?
+            .ok_or_else(|| Error::Plan(format!("{GITOPS_REPOSITORY} has no main")))?;
+        histories.gitops_changes = file_changes(&gitops, "refs/heads/main")?;
         Ok(Repositories {
             root,
             _temp: temp,
@@ -503,6 +519,38 @@ impl Builder {
             pulls: Arc::new(pulls),
         })
     }
+}
+
+/// The commits of main's first-parent history reachable from `rev` that changed each file, oldest first: a
+/// merge commit changes what its pull request brought to main.
+fn file_changes(git: &Git, rev: &str) -> Result<BTreeMap<String, Vec<crate::world::FileChange>>> {
+    let log = git.run(&[
+        "log",
+        "--first-parent",
+        "-m",
+        "--name-only",
+        "--reverse",
+        "--format=%x1e%H %ct",
+        rev,
+    ])?;
+    let mut changes: BTreeMap<String, Vec<crate::world::FileChange>> = BTreeMap::new();
+    for record in log.split('\x1e').filter(|r| !r.trim().is_empty()) {
+        let mut lines = record.lines();
+        let Some((commit, time)) = lines.next().and_then(|head| head.split_once(' ')) else {
+            continue;
+        };
+        let time: i64 = time.trim().parse().unwrap_or_default();
+        for path in lines.map(str::trim).filter(|line| !line.is_empty()) {
+            changes
+                .entry(path.to_owned())
+                .or_default()
+                .push(crate::world::FileChange {
+                    commit: commit.to_owned(),
+                    time,
+                });
+        }
+    }
+    Ok(changes)
 }
 
 /// Creates the bare repository `dir` and imports `stream` into it, returning the commit id of each mark.

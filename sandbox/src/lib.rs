@@ -67,6 +67,11 @@ pub struct Options {
     /// How many clusters run prod (1 to [`topology::MAX_PROD_CLUSTERS`]): one is named `prod`; two or more
     /// are `prod-eu`, `prod-us`, …, with `prod-us` deployed by an Argo CD of its own at `/argocd-us`.
     pub prod_clusters: usize,
+    /// A workload cluster (`dev`, `prod`, `prod-eu`…) that comes up from nothing: its components' and
+    /// packages' Applications start never synced, and the simulator has Argo CD sync them in no declared
+    /// order, those needing another one's CRDs failing and retrying until it is Healthy
+    /// ([`simulator::Simulator::bring_up`]).
+    pub fresh: Option<String>,
 }
 
 /// Whether and how the simulator runs.
@@ -96,6 +101,7 @@ impl Options {
             epoch: None,
             pace: simulator::Pace::default(),
             prod_clusters: 1,
+            fresh: None,
         }
     }
 }
@@ -151,6 +157,19 @@ impl Sandbox {
     /// Starts a sandbox as `options` say.
     pub async fn start_with(options: Options) -> anyhow::Result<Self> {
         let topology = topology::Topology::with_prod_clusters(options.prod_clusters)?;
+        if let Some(fresh) = &options.fresh
+            && topology.workload_cluster(fresh).is_none()
+        {
+            let names: Vec<&str> = topology
+                .workload_clusters()
+                .iter()
+                .map(|cluster| cluster.name.as_str())
+                .collect();
+            anyhow::bail!(
+                "only a workload cluster can come up fresh ({}), not `{fresh}`",
+                names.join(", ")
+            );
+        }
         let supervisor = supervisor::Supervisor::new()?;
         let clock = match options.simulate {
             Simulate::Manual => simulator::Clock::manual(simulator::MANUAL_EPOCH),
@@ -166,11 +185,24 @@ impl Sandbox {
         let repositories = git::Repositories::builder()
             .root(supervisor.folder("git")?)
             .timeline(timeline)
+            .topology(topology.clone())
             .build()
             .context("building the git repositories")?;
         let clusters = Clusters::new(&topology.cluster_names(), platform_types());
         fixtures::seed_at(&clusters, &topology, repositories.histories(), base)
             .context("seeding the fixtures")?;
+        let management = clusters
+            .cluster(topology::MANAGEMENT)
+            .context("the management cluster is always defined")?;
+        if let Some(fresh) = &options.fresh {
+            let apps = fixtures::argocd::fresh_cluster(&management, fresh, base)
+                .with_context(|| format!("making {fresh} fresh"))?;
+            tracing::info!(
+                cluster = fresh,
+                applications = apps.len(),
+                "a cluster comes up from nothing"
+            );
+        }
         if let Some(count) = options.scale {
             let started = std::time::Instant::now();
             scale::seed(&clusters, &topology, count, options.scale_runs, base)
@@ -217,21 +249,6 @@ impl Sandbox {
         let addr = listener.local_addr().context("sandbox listener address")?;
         // Webhook payloads carry API URLs, and no request tells the forge where it is reached before one.
         forge.set_api_url(format!("http://{addr}/github"));
-        let mut router = clusters
-            .router()
-            .merge(clusters.control_router())
-            .nest("/github", forge::router(forge.clone()))
-            .merge(forge::sandbox_routes(forge.clone()))
-            .nest("/loki", logs.router());
-        for instance in &argocds {
-            router = router.nest(&format!("/{}", instance.name), instance.server.router());
-        }
-        let server = tokio::spawn(async move {
-            if let Err(error) = axum::serve(listener, router).await {
-                tracing::error!(%error, "sandbox server stopped");
-            }
-        });
-        let ticker = forge.spawn_ticker();
         let simulator = match options.simulate {
             Simulate::Off => None,
             Simulate::RealTime | Simulate::Manual => Some(simulator::Simulator::new(
@@ -245,6 +262,28 @@ impl Sandbox {
                 options.seed,
             )),
         };
+        if let (Some(simulator), Some(fresh)) = (&simulator, &options.fresh) {
+            simulator.bring_up(fresh);
+        }
+        let mut router = clusters
+            .router()
+            .merge(clusters.control_router())
+            .merge(simulator::control::router(
+                management.clone(),
+                simulator.clone(),
+            ))
+            .nest("/github", forge::router(forge.clone()))
+            .merge(forge::sandbox_routes(forge.clone()))
+            .nest("/loki", logs.router());
+        for instance in &argocds {
+            router = router.nest(&format!("/{}", instance.name), instance.server.router());
+        }
+        let server = tokio::spawn(async move {
+            if let Err(error) = axum::serve(listener, router).await {
+                tracing::error!(%error, "sandbox server stopped");
+            }
+        });
+        let ticker = forge.spawn_ticker();
         let simulation = match (&simulator, options.simulate) {
             (Some(simulator), Simulate::RealTime) => {
                 simulator.start_demo(options.pace);

@@ -1,14 +1,19 @@
-//! The platform resources (Component, Release, Database, DatabaseSchema) the plan implies. The GitOps
-//! repository's `platform/` files and the management cluster's objects are both built from these functions,
-//! so the two agree byte for byte in content.
+//! The platform resources (Component, Release, Database, DatabaseSchema) the plan implies, and the files of the
+//! platform's own components (`infra/`, `values/`) and Crossplane packages (`packages/`). The GitOps
+//! repository's files, the management cluster's objects and the Applications the ApplicationSets generate
+//! are all built from these functions, so they agree byte for byte in content.
 
 use shared::crd::{
     ChartRef, Component, ComponentSpec, Database, DatabaseBinding, DatabaseEngine, DatabaseSchema,
     DatabaseSchemaSpec, DatabaseSize, DatabaseSpec, ImageRef, Release, ReleaseSpec, TemplateRef,
 };
 
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
 use crate::world::{
-    Commit, Histories, ORGANISATION, PLATFORM_NAMESPACE, REGISTRY, ServicePlan, TEMPLATE_VERSION,
+    Commit, ComponentPlan, Histories, MANAGEMENT_ENVIRONMENT, ORGANISATION, PLATFORM_NAMESPACE,
+    PackagePlan, REGISTRY, ServicePlan, TEMPLATE_VERSION,
 };
 
 /// The Component of `plan`, as `platform/registry/<name>.yaml` declares it.
@@ -169,6 +174,106 @@ pub fn labels(component: &str, environment: &str) -> std::collections::BTreeMap<
 /// Paths in `application-repositories`: the same functions Tower writes with, so the sandbox's repository and
 /// Tower's pull requests cannot disagree.
 pub use shared::delivery::{component_path, database_path, release_path, schema_path};
+
+/// `infra/<component>/<cluster>.yaml`: where `component`'s chart comes from on `cluster`.
+pub fn infra_path(component: &str, cluster: &str) -> String {
+    format!("infra/{component}/{cluster}.yaml")
+}
+
+/// `values/<component>/<cluster>.yaml`: `component`'s Helm values on `cluster`.
+pub fn values_path(component: &str, cluster: &str) -> String {
+    format!("values/{component}/{cluster}.yaml")
+}
+
+/// `packages/<package>/<cluster>.yaml`: the Crossplane package `package` on `cluster`.
+pub fn package_path(package: &str, cluster: &str) -> String {
+    format!("packages/{package}/{cluster}.yaml")
+}
+
+/// What `infra/<component>/<cluster>.yaml` holds: the chart a component is installed from on one cluster.
+/// `taskapp-infra`'s git files generator reads its keys as parameters (`{{.chart.version}}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InfraFile {
+    /// The platform component.
+    pub component: String,
+    /// The cluster (Argo CD's name for it) it is installed on.
+    pub cluster: String,
+    /// The namespace it is installed into.
+    pub namespace: String,
+    /// The chart and the version to install.
+    pub chart: InfraChart,
+}
+
+/// A Helm chart at a version.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InfraChart {
+    /// The chart repository.
+    #[serde(rename = "repoURL")]
+    pub repo_url: String,
+    /// The chart's name in it.
+    pub name: String,
+    /// The chart version.
+    pub version: String,
+}
+
+/// The infra file of `component` on `cluster` at `version`.
+pub fn infra_file(component: &ComponentPlan, cluster: &str, version: &str) -> InfraFile {
+    InfraFile {
+        component: component.name.into(),
+        cluster: cluster.into(),
+        namespace: component.namespace.into(),
+        chart: InfraChart {
+            repo_url: component.repository.into(),
+            name: component.chart.into(),
+            version: version.into(),
+        },
+    }
+}
+
+/// The Helm values of `component` on `cluster` at `version`: an in-house component's image is tagged with its
+/// chart's version (its CI bumps both in one commit), a third-party chart keeps its own default image.
+pub fn infra_values(component: &ComponentPlan, cluster: &str, version: &str) -> Value {
+    let mut values = json!({
+        "replicaCount": if cluster == crate::topology::MANAGEMENT { 2 } else { 1 },
+        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
+    });
+    if component.in_house {
+        values["image"] =
+            json!({"repository": format!("{REGISTRY}/{}", component.name), "tag": version});
+    }
+    if component.service_monitor {
+        values["serviceMonitor"] = json!({"enabled": true});
+    }
+    values
+}
+
+/// The `pkg.crossplane.io/v1` manifest of `package` at `version`, as `packages/<package>/<cluster>.yaml` holds
+/// it (the same on every cluster).
+pub fn package_manifest(package: &PackagePlan, version: &str) -> Value {
+    json!({
+        "apiVersion": "pkg.crossplane.io/v1",
+        "kind": package.kind,
+        "metadata": {"name": package.name},
+        "spec": {"package": format!("{}:{version}", package.package)},
+    })
+}
+
+/// The tag of a package reference (`xpkg.upbound.io/upbound/provider-aws-rds:v1.14.0` gives `v1.14.0`).
+pub fn package_version(reference: &str) -> &str {
+    reference.rsplit_once(':').map_or("", |(_, tag)| tag)
+}
+
+/// The clusters of `topology` that `environments` name, management first.
+pub fn clusters_running(
+    topology: &crate::topology::Topology,
+    environments: &[&str],
+) -> Vec<String> {
+    std::iter::once(MANAGEMENT_ENVIRONMENT)
+        .chain(crate::world::ENVIRONMENTS)
+        .filter(|environment| environments.contains(environment))
+        .flat_map(|environment| topology.cluster_names_of(environment))
+        .collect()
+}
 
 #[cfg(test)]
 mod tests {

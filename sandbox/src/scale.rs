@@ -107,7 +107,10 @@ pub fn histories(plans: &[&ServicePlan]) -> Histories {
             (plan.name.to_string(), commits)
         })
         .collect();
-    Histories { services }
+    Histories {
+        services,
+        ..Histories::default()
+    }
 }
 
 /// Seeds `count` generated services with `runs` PipelineRuns across them into `topology`'s clusters, with

@@ -1,8 +1,17 @@
-//! The platform's controllers, moving the sandbox's world on as seed 004 describes: the release operator
-//! derives `components/` files from changed Releases, the ApplicationSet points Applications at them,
-//! Argo CD syncs, Argo Rollouts steps canaries, pods roll and log, Tekton builds new commits (dev follows
-//! every green build), the schema operator applies migrations, External Secrets refresh and Crossplane
-//! claims become Ready.
+//! The platform's controllers, moving the sandbox's world on as seed 004 describes: every commit to
+//! `application-repositories` (a merged pull request, an operator's or a CI bot's) reaches the
+//! ApplicationSet controller, which creates, changes and deletes the Applications its files generate
+//! ([`crate::fixtures::argocd::generators`]); Argo CD syncs them (a platform resource's Application applies
+//! it to the management cluster, and the operators react); the release operator derives `components/` files
+//! from changed Releases; Argo Rollouts steps canaries, pods roll and log, Tekton builds new commits (dev
+//! follows every green build), the schema operator applies migrations, External Secrets refresh and
+//! Crossplane claims become Ready. In the demo the in-house platform components get green builds too, and
+//! their CI bots bump them in `infra/` (dev and management first, prod later and one version behind).
+//!
+//! A sync fails, as Argo CD's does, when a resource's kind needs a CustomResourceDefinition the destination
+//! cluster does not have yet; it retries with the set's backoff until the Application installing that CRD
+//! is Healthy. With [`crate::Options::fresh`] a workload cluster's components and packages come up that way
+//! ([`Simulator::bring_up`]).
 //!
 //! The simulator is a scheduler: a queue of timed [`Action`]s ordered by (simulated time, insertion
 //! order), processed by [`Simulator::step`] (real time, from a background thread every ~100 ms) or
@@ -16,9 +25,14 @@
 //! ReplicaSets it creates and prunes PipelineRuns to as many per service as were seeded, and the
 //! apiserver bounds watch history and container logs by bytes. `tests/bounded.rs` holds it to that.
 
+mod appsets;
 mod argo;
+mod bumps;
 mod ci;
+pub mod control;
 mod operators;
+
+pub use bumps::{BumpError, Bumped};
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::pin::Pin;
@@ -33,6 +47,7 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 
 use crate::apiserver::{ClusterStore, Clusters, StoreError};
+use crate::fixtures::argocd::Set;
 use crate::forge::{Forge, MergeEvent};
 use crate::git::Repositories;
 use crate::topology::{Topology, WorkloadCluster};
@@ -85,8 +100,10 @@ impl std::str::FromStr for Pace {
 /// The service whose build of main is running when a demo starts, and what it builds: it finishes and rolls
 /// out to dev (Argo CD's sync about 20 s after the start, then the canary's steps).
 pub const WARM_UP: (&str, &str) = ("search", "Rank exact matches first");
-/// How long before the demo starts [`WARM_UP`] was pushed: its build takes about five and a half minutes.
-const WARM_UP_LEAD: i64 = 5 * 60 + 57;
+/// How long before the demo starts [`WARM_UP`] was pushed: its build takes about five and a half minutes,
+/// then dev's Release moves and its Application applies it (about ten seconds) before the release operator
+/// derives the files Argo CD syncs.
+const WARM_UP_LEAD: i64 = 6 * 60 + 5;
 /// A teammate's push whose tests fail about 45 s after the start: the demo's first red build.
 pub const WARM_UP_RED: (&str, &str) = ("cart", "Keep carts across devices (tests fail)");
 /// How long before the demo starts [`WARM_UP_RED`] was pushed: its tests fail 141 s after the push.
@@ -233,17 +250,27 @@ pub struct World {
 /// One thing a controller does at a simulated time.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Action {
-    /// taskapp-platform applies the changed `platform/` files of commit `sha` to the management cluster.
-    PlatformSync { sha: String, files: Vec<String> },
     /// The release operator derives `components/<svc>/…/<env>.yaml` from the Release.
     DeriveRelease { service: String, env: String },
-    /// The ApplicationSet controller regenerates `<svc>-<cluster>` of every cluster of `env` from the
-    /// derived files.
-    ApplicationSet { service: String, env: String },
-    /// Argo CD's automated sync starts on an OutOfSync Application.
+    /// The ApplicationSet controller, woken by a push to `application-repositories`: the Applications of
+    /// the files changed since it last looked are created, pointed at what changed, or deleted.
+    Generate,
+    /// Argo CD's automated sync starts on an OutOfSync Application (or retries a failed one).
     SyncStart { app: String },
     /// Argo CD finishes the sync operation running on an Application.
     SyncFinish { app: String },
+    /// A platform Application's workloads are ready after a sync to `revisions`: Healthy, and the CRDs it
+    /// installs count as on its cluster. Ignored when it synced something else since.
+    Settled { app: String, revisions: String },
+    /// An in-house platform component gets a green build: its CI bot bumps it on dev (management when it
+    /// runs only there) and schedules the other clusters' bumps.
+    ComponentBuild { component: String },
+    /// A CI bot moves `component` to `version` on `cluster`, unless it runs that version already.
+    ComponentBump {
+        component: String,
+        cluster: String,
+        version: String,
+    },
     /// Argo Rollouts on workload cluster `cluster` sees a new pod template.
     RolloutStart { service: String, cluster: String },
     /// Argo Rollouts runs (or finishes pausing on) the current canary step.
@@ -337,6 +364,15 @@ struct State {
     demo: bool,
     /// The demo's pace; `None` for the even pace of [`Simulator::start_demo_commits`].
     pace: Option<Pace>,
+    /// The commit of `application-repositories` the Applications were last generated from.
+    gitops_seen: String,
+    /// Whether an [`Action::Generate`] is queued (a burst of commits wakes the controller once).
+    generate_queued: bool,
+    /// Retries of failed syncs in progress, by Application: Argo CD's `retryCount`.
+    retries: BTreeMap<String, u32>,
+    /// CustomResourceDefinitions on each cluster, as (cluster, CRD name): those of every Application that
+    /// was Healthy when the simulator started or became Healthy since.
+    installed: BTreeSet<(String, String)>,
 }
 
 struct Inner {
@@ -398,6 +434,10 @@ impl Simulator {
             journal: VecDeque::new(),
             demo: false,
             pace: None,
+            gitops_seen: String::new(),
+            generate_queued: false,
+            retries: BTreeMap::new(),
+            installed: BTreeSet::new(),
         };
         state.schedule(secs(now, 5), Action::Logs);
         state.schedule(secs(now, 60), Action::CrashLoops);
@@ -415,6 +455,8 @@ impl Simulator {
             let mut state = simulator.inner.lock();
             simulator.inner.watch_apps(&mut state);
             state.runs_kept = simulator.inner.seeded_runs();
+            state.gitops_seen = simulator.inner.gitops_head().unwrap_or_default();
+            state.installed = simulator.inner.installed_crds();
         }
         ci::serve_step_logs(&simulator.inner);
         simulator
@@ -438,6 +480,7 @@ impl Simulator {
             state.demo = true;
             let now = self.now();
             state.schedule(secs(now, 90), Action::DemoCommit);
+            bumps::schedule_builds(&mut state, now);
         }
     }
 
@@ -469,6 +512,7 @@ impl Simulator {
         let (low, high) = pace.interval();
         let first = state.rng.range(low / 2, high / 2) as i64;
         state.schedule(secs(now, first), Action::DemoCommit);
+        bumps::schedule_builds(&mut state, now);
     }
 
     /// Processes every action due at the clock's current time, in order; returns how many ran.
@@ -496,6 +540,30 @@ impl Simulator {
         let at = self.now();
         self.inner
             .push_commit(&mut state, at, service, message, green)
+    }
+
+    /// Bumps `component` on `cluster` now, as its CI bot does after a green build (the platform admin, for a
+    /// third-party component): to `version`, or the next patch version. The ApplicationSet controller and
+    /// Argo CD pick the commit up as the clock moves on.
+    pub fn bump(
+        &self,
+        component: &str,
+        cluster: &str,
+        version: Option<&str>,
+    ) -> Result<Bumped, BumpError> {
+        let mut state = self.inner.lock();
+        let at = whole(self.now());
+        self.inner.bump(&mut state, at, component, cluster, version)
+    }
+
+    /// Brings workload cluster `cluster` up from nothing: Argo CD syncs its components' and packages'
+    /// Applications (which [`crate::fixtures::argocd::fresh_cluster`] left never synced) in no declared
+    /// order over the next seconds, and those needing another one's CRDs fail and retry until it is
+    /// Healthy. Returns how many Applications it syncs.
+    pub fn bring_up(&self, cluster: &str) -> usize {
+        let mut state = self.inner.lock();
+        let now = whole(self.now());
+        self.inner.bring_up(&mut state, now, cluster)
     }
 
     /// How many actions are waiting.
@@ -528,6 +596,15 @@ impl Simulator {
 }
 
 impl State {
+    /// A push reached `application-repositories`: its webhook wakes the ApplicationSet controller within
+    /// seconds (once for a burst of pushes).
+    fn wake_application_sets(&mut self, now: Timestamp) {
+        if !self.generate_queued {
+            self.generate_queued = true;
+            self.schedule(secs(now, 3), Action::Generate);
+        }
+    }
+
     fn schedule(&mut self, at: Timestamp, action: Action) {
         if self.queue.len() >= QUEUE_LIMIT {
             tracing::warn!(?action, "simulator queue full; dropping an action");
@@ -671,43 +748,46 @@ impl Inner {
         if merge.repo != crate::world::GITOPS_REPOSITORY {
             return;
         }
-        let files: Vec<String> = merge
+        let platform_files = merge
             .files_changed
-            .into_iter()
+            .iter()
             .filter(|f| f.starts_with("platform/"))
-            .collect();
+            .count();
         state.note(
             now,
             format!(
-                "forge: #{} merged ({} platform files)",
+                "forge: #{} merged ({} files, {platform_files} platform files)",
                 merge.number,
-                files.len()
+                merge.files_changed.len(),
             ),
         );
-        if !files.is_empty() {
-            // The GitHub webhook reaches Argo CD within seconds.
-            state.schedule(
-                secs(now, 3),
-                Action::PlatformSync {
-                    sha: merge.merge_sha,
-                    files,
-                },
-            );
-        }
+        state.wake_application_sets(now);
     }
 
     fn run(&self, state: &mut State, at: Timestamp, action: Action) {
         let at = whole(at);
         let result = match action {
-            Action::PlatformSync { sha, files } => self.platform_sync(state, at, &sha, &files),
             Action::DeriveRelease { service, env } => {
                 self.derive_release(state, at, &service, &env)
             }
-            Action::ApplicationSet { service, env } => {
-                self.application_set(state, at, &service, &env)
-            }
+            Action::Generate => self.generate(state, at),
             Action::SyncStart { app } => self.sync_start(state, at, &app),
             Action::SyncFinish { app } => self.sync_finish(state, at, &app),
+            Action::Settled { app, revisions } => self.settled(state, at, &app, &revisions),
+            Action::ComponentBuild { component } => {
+                let result = self.component_build(state, at, &component);
+                let next = state
+                    .rng
+                    .range(bumps::BUILD_INTERVAL.0, bumps::BUILD_INTERVAL.1)
+                    as i64;
+                state.schedule(secs(at, next), Action::ComponentBuild { component });
+                result
+            }
+            Action::ComponentBump {
+                component,
+                cluster,
+                version,
+            } => self.component_bump(state, at, &component, &cluster, &version),
             Action::RolloutStart { service, cluster } => {
                 self.rollout_start(state, at, &service, &cluster)
             }

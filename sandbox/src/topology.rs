@@ -114,6 +114,27 @@ impl Topology {
             .filter(move |cluster| cluster.environment == environment)
     }
 
+    /// The names of the clusters of `environment`: the management cluster for
+    /// [`crate::world::MANAGEMENT_ENVIRONMENT`], else its workload clusters.
+    pub fn cluster_names_of(&self, environment: &str) -> Vec<String> {
+        if environment == crate::world::MANAGEMENT_ENVIRONMENT {
+            return vec![MANAGEMENT.to_owned()];
+        }
+        self.clusters_of(environment)
+            .map(|cluster| cluster.name.clone())
+            .collect()
+    }
+
+    /// The environment cluster `name` runs (the management cluster's is
+    /// [`crate::world::MANAGEMENT_ENVIRONMENT`]), if the sandbox has that cluster.
+    pub fn environment_of(&self, name: &str) -> Option<&'static str> {
+        if name == MANAGEMENT {
+            return Some(crate::world::MANAGEMENT_ENVIRONMENT);
+        }
+        self.workload_cluster(name)
+            .map(|cluster| cluster.environment)
+    }
+
     /// The workload cluster named `name`.
     pub fn workload_cluster(&self, name: &str) -> Option<&WorkloadCluster> {
         self.workloads.iter().find(|cluster| cluster.name == name)

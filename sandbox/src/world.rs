@@ -1,6 +1,7 @@
 //! The plan of the sandbox's world: which services exist, who owns them, how their histories go and what
-//! runs where. The git repositories, the Kubernetes fixtures, the forge and the simulator all read this one
-//! plan, so they agree with each other.
+//! runs where, and the platform's own components and Crossplane packages with the versions each cluster
+//! runs ([`PLATFORM_COMPONENTS`], [`PACKAGES`]). The git repositories, the Kubernetes fixtures, the forge and
+//! the simulator all read this one plan, so they agree with each other.
 //!
 //! Everything here is static data and pure functions. Real commit ids come from the git repositories built
 //! from this plan ([`Histories`]): the fixtures refer to commits by their position in a service's history.
@@ -407,6 +408,298 @@ pub const APPLICATIONS_DELAY: i64 = ONBOARD_DELAY + 31 * MINUTE;
 /// How long after its scaffold commit Argo CD first synced a service.
 pub const FIRST_SYNC_DELAY: i64 = APPLICATIONS_DELAY + 9 * MINUTE;
 
+/// The environment label of the management cluster's Argo CD cluster secret: the platform's own resources
+/// and components deploy there, and no service runs there.
+pub const MANAGEMENT_ENVIRONMENT: &str = "management";
+
+/// One of the platform's own components: a Helm chart `taskapp-infra` installs on each cluster
+/// `infra/<name>/<cluster>.yaml` names, with its values in `values/<name>/<cluster>.yaml`.
+#[derive(Debug, Clone, Copy)]
+pub struct ComponentPlan {
+    /// Its name: the folder under `infra/` and `values/`, and its Applications' component label.
+    pub name: &'static str,
+    /// The chart's name in its repository.
+    pub chart: &'static str,
+    /// The chart repository (`oci://…` for the platform team's own charts).
+    pub repository: &'static str,
+    /// The namespace it is installed into.
+    pub namespace: &'static str,
+    /// Where it runs: [`MANAGEMENT_ENVIRONMENT`] and workload environments (every cluster of each).
+    pub environments: &'static [&'static str],
+    /// The chart versions it has run, oldest first: the bootstrap installed the first, each later one is a
+    /// bump (dev first, then management, then prod).
+    pub versions: &'static [&'static str],
+    /// Whether prod stays one version behind the newest (its last bump has not reached prod yet).
+    pub prod_lags: bool,
+    /// Built by the platform team: a green build of its repository has its CI bot (`<name>-ci[bot]`) commit
+    /// the bump, and its values pin the image to the chart's version. Third-party components are bumped by
+    /// people, by pull request.
+    pub in_house: bool,
+    /// The CustomResourceDefinitions the chart installs, by name (`<plural>.<group>`).
+    pub crds: &'static [&'static str],
+    /// The chart's workloads as (kind, name): Deployments, StatefulSets, DaemonSets.
+    pub workloads: &'static [(&'static str, &'static str)],
+    /// Whether the chart ships a `monitoring.coreos.com` ServiceMonitor for its own metrics (every chart but
+    /// the one installing that CRD).
+    pub service_monitor: bool,
+    /// Seconds from a successful sync until its workloads are ready (Argo CD's health goes from Progressing
+    /// to Healthy): the metrics stack is the slow one, which a fresh cluster's other charts wait for.
+    pub settle: i64,
+}
+
+impl ComponentPlan {
+    /// The newest version: what dev (and management) run.
+    pub fn newest(&self) -> &'static str {
+        self.versions.last().copied().unwrap_or_default()
+    }
+
+    /// The version it runs in `environment` at the end of the planned history: the newest, except in prod
+    /// when prod lags one behind.
+    pub fn version_in(&self, environment: &str) -> &'static str {
+        match self.versions {
+            [.., previous, _] if self.prod_lags && environment == "prod" => previous,
+            _ => self.newest(),
+        }
+    }
+
+    /// Whether it runs in `environment`.
+    pub fn runs_in(&self, environment: &str) -> bool {
+        self.environments.contains(&environment)
+    }
+}
+
+/// Every environment, management first: where the platform's components and packages can run.
+const ALL_ENVIRONMENTS: &[&str] = &[MANAGEMENT_ENVIRONMENT, "dev", "prod"];
+
+/// The platform's own components. Versions agree everywhere except `release-operator` and `argo-rollouts`,
+/// whose prod lags one version behind dev.
+pub const PLATFORM_COMPONENTS: [ComponentPlan; 8] = [
+    ComponentPlan {
+        name: "release-operator",
+        chart: "release-operator",
+        repository: "oci://ghcr.io/acme/charts",
+        namespace: "platform-system",
+        environments: ALL_ENVIRONMENTS,
+        versions: &["1.8.0", "1.8.2", "1.9.0"],
+        prod_lags: true,
+        in_house: true,
+        crds: &[
+            "releases.platform.tower.dev",
+            "components.platform.tower.dev",
+        ],
+        workloads: &[("Deployment", "release-operator")],
+        service_monitor: true,
+        settle: 20,
+    },
+    ComponentPlan {
+        name: "schema-operator",
+        chart: "schema-operator",
+        repository: "oci://ghcr.io/acme/charts",
+        namespace: "platform-system",
+        environments: ALL_ENVIRONMENTS,
+        versions: &["0.6.0", "0.6.1"],
+        prod_lags: false,
+        in_house: true,
+        crds: &[
+            "databases.platform.tower.dev",
+            "databaseschemas.platform.tower.dev",
+        ],
+        workloads: &[("Deployment", "schema-operator")],
+        service_monitor: true,
+        settle: 20,
+    },
+    ComponentPlan {
+        name: "external-secrets",
+        chart: "external-secrets",
+        repository: "https://charts.external-secrets.io",
+        namespace: "external-secrets",
+        environments: ALL_ENVIRONMENTS,
+        versions: &["0.10.4"],
+        prod_lags: false,
+        in_house: false,
+        crds: &[
+            "externalsecrets.external-secrets.io",
+            "secretstores.external-secrets.io",
+            "clustersecretstores.external-secrets.io",
+        ],
+        workloads: &[
+            ("Deployment", "external-secrets"),
+            ("Deployment", "external-secrets-webhook"),
+            ("Deployment", "external-secrets-cert-controller"),
+        ],
+        service_monitor: true,
+        settle: 20,
+    },
+    ComponentPlan {
+        name: "crossplane",
+        chart: "crossplane",
+        repository: "https://charts.crossplane.io/stable",
+        namespace: "crossplane-system",
+        environments: ALL_ENVIRONMENTS,
+        versions: &["1.17.1"],
+        prod_lags: false,
+        in_house: false,
+        crds: &[
+            "providers.pkg.crossplane.io",
+            "configurations.pkg.crossplane.io",
+            "functions.pkg.crossplane.io",
+            "compositeresourcedefinitions.apiextensions.crossplane.io",
+            "compositions.apiextensions.crossplane.io",
+        ],
+        workloads: &[
+            ("Deployment", "crossplane"),
+            ("Deployment", "crossplane-rbac-manager"),
+        ],
+        service_monitor: true,
+        settle: 30,
+    },
+    ComponentPlan {
+        name: "metrics-stack",
+        chart: "kube-prometheus-stack",
+        repository: "https://prometheus-community.github.io/helm-charts",
+        namespace: "monitoring",
+        environments: ALL_ENVIRONMENTS,
+        versions: &["65.1.0", "65.3.1"],
+        prod_lags: false,
+        in_house: false,
+        crds: &[
+            "servicemonitors.monitoring.coreos.com",
+            "podmonitors.monitoring.coreos.com",
+            "prometheusrules.monitoring.coreos.com",
+            "prometheuses.monitoring.coreos.com",
+            "alertmanagers.monitoring.coreos.com",
+        ],
+        workloads: &[
+            ("Deployment", "metrics-stack-operator"),
+            ("Deployment", "metrics-stack-kube-state-metrics"),
+            ("DaemonSet", "metrics-stack-prometheus-node-exporter"),
+            ("StatefulSet", "prometheus-metrics-stack-prometheus"),
+        ],
+        service_monitor: false,
+        // Prometheus replays its write-ahead log and the operator waits for it: long enough for a browser to
+        // see the other charts wait (16 s at `--speed 10`).
+        settle: 160,
+    },
+    ComponentPlan {
+        name: "argo-rollouts",
+        chart: "argo-rollouts",
+        repository: "https://argoproj.github.io/argo-helm",
+        namespace: "argo-rollouts",
+        environments: &["dev", "prod"],
+        versions: &["2.37.6", "2.37.7", "2.38.0"],
+        prod_lags: true,
+        in_house: false,
+        crds: &[
+            "rollouts.argoproj.io",
+            "analysisruns.argoproj.io",
+            "analysistemplates.argoproj.io",
+            "clusteranalysistemplates.argoproj.io",
+            "experiments.argoproj.io",
+        ],
+        workloads: &[("Deployment", "argo-rollouts")],
+        service_monitor: true,
+        settle: 20,
+    },
+    ComponentPlan {
+        name: "tekton",
+        chart: "tekton-pipeline",
+        repository: "https://cdfoundation.github.io/tekton-helm-chart",
+        namespace: "tekton-pipelines",
+        environments: &[MANAGEMENT_ENVIRONMENT],
+        versions: &["1.0.0"],
+        prod_lags: false,
+        in_house: false,
+        crds: &[
+            "pipelineruns.tekton.dev",
+            "taskruns.tekton.dev",
+            "pipelines.tekton.dev",
+            "tasks.tekton.dev",
+        ],
+        workloads: &[
+            ("Deployment", "tekton-pipelines-controller"),
+            ("Deployment", "tekton-pipelines-webhook"),
+        ],
+        service_monitor: true,
+        settle: 20,
+    },
+    ComponentPlan {
+        name: shared::platform::TOWER_COMPONENT,
+        chart: "tower",
+        repository: "oci://ghcr.io/acme/charts",
+        namespace: "tower",
+        environments: &[MANAGEMENT_ENVIRONMENT],
+        versions: &["0.3.0", "0.3.1", "0.4.0"],
+        prod_lags: false,
+        in_house: true,
+        crds: &[],
+        workloads: &[("Deployment", "tower")],
+        service_monitor: true,
+        settle: 20,
+    },
+];
+
+/// Looks a platform component up by name.
+pub fn platform_component(name: &str) -> Option<&'static ComponentPlan> {
+    PLATFORM_COMPONENTS.iter().find(|c| c.name == name)
+}
+
+/// A Crossplane package `taskapp-packages` installs on every cluster from `packages/<name>/<cluster>.yaml`.
+#[derive(Debug, Clone, Copy)]
+pub struct PackagePlan {
+    /// Its name: the folder under `packages/`, the object's `metadata.name`.
+    pub name: &'static str,
+    /// `Provider` or `Configuration` (`pkg.crossplane.io/v1`).
+    pub kind: &'static str,
+    /// The package without its tag (`xpkg.upbound.io/upbound/provider-aws-rds`).
+    pub package: &'static str,
+    /// Its versions (tags), oldest first; every cluster runs the newest.
+    pub versions: &'static [&'static str],
+}
+
+impl PackagePlan {
+    /// The tag every cluster runs.
+    pub fn newest(&self) -> &'static str {
+        self.versions.last().copied().unwrap_or_default()
+    }
+}
+
+/// The Crossplane packages: the AWS providers the database Composition uses, and the Configuration holding
+/// that Composition.
+pub const PACKAGES: [PackagePlan; 3] = [
+    PackagePlan {
+        name: "provider-aws-rds",
+        kind: "Provider",
+        package: "xpkg.upbound.io/upbound/provider-aws-rds",
+        versions: &["v1.13.0", "v1.14.0"],
+    },
+    PackagePlan {
+        name: "provider-aws-iam",
+        kind: "Provider",
+        package: "xpkg.upbound.io/upbound/provider-aws-iam",
+        versions: &["v1.14.0"],
+    },
+    PackagePlan {
+        name: "configuration-database",
+        kind: "Configuration",
+        package: "xpkg.upbound.io/acme/configuration-database",
+        versions: &["v0.4.2"],
+    },
+];
+
+/// One version bump of the planned history: a component's or a package's file moving to `version` in
+/// `environment` (on every cluster of it) at `at` (seconds since the epoch).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlannedBump {
+    /// The component or package.
+    pub name: &'static str,
+    /// The environment whose clusters move; empty for a package, which moves on every cluster at once.
+    pub environment: &'static str,
+    /// The version moved to.
+    pub version: &'static str,
+    /// When it was committed (a pull request's opening, for people's bumps).
+    pub at: i64,
+}
+
 /// When the world's planned history happened, laid out backwards from the moment the sandbox starts.
 ///
 /// This is the one place the sandbox decides times: the git histories, the fixtures, the forge's pull
@@ -459,6 +752,66 @@ impl Timeline {
     /// after its scaffold commit.
     pub fn onboarded(&self, service_index: usize) -> i64 {
         self.commit_time(service_index, 0) + ONBOARD_DELAY
+    }
+
+    /// The platform components' version bumps after the bootstrap, oldest first: the `n`-th later version
+    /// of the `k`-th component reaches dev on day `2n - 1` of the history (a few hours in, components an
+    /// hour apart), management two hours later, and prod the next day, unless prod lags and this is the
+    /// newest version. A component that only runs on management moves there at dev's time.
+    pub fn component_bumps(&self) -> Vec<PlannedBump> {
+        let mut bumps = Vec::new();
+        for (k, component) in PLATFORM_COMPONENTS.iter().enumerate() {
+            for (n, version) in component.versions.iter().enumerate().skip(1) {
+                let first = self.history_start() + (2 * n as i64 - 1) * DAY + (2 + k as i64) * HOUR;
+                let newest = n + 1 == component.versions.len();
+                let management_at = if component.runs_in("dev") {
+                    first + 2 * HOUR
+                } else {
+                    first
+                };
+                for (environment, at) in [
+                    ("dev", first),
+                    (MANAGEMENT_ENVIRONMENT, management_at),
+                    ("prod", first + DAY),
+                ] {
+                    if !component.runs_in(environment)
+                        || (environment == "prod" && newest && component.prod_lags)
+                    {
+                        continue;
+                    }
+                    bumps.push(PlannedBump {
+                        name: component.name,
+                        environment,
+                        version,
+                        at,
+                    });
+                }
+            }
+        }
+        bumps.sort_by_key(|bump| bump.at);
+        bumps
+    }
+
+    /// The Crossplane packages' bumps after the bootstrap: each later version on every cluster at once, by
+    /// one pull request, on day three.
+    pub fn package_bumps(&self) -> Vec<PlannedBump> {
+        PACKAGES
+            .iter()
+            .enumerate()
+            .flat_map(|(k, package)| {
+                package
+                    .versions
+                    .iter()
+                    .enumerate()
+                    .skip(1)
+                    .map(move |(n, version)| PlannedBump {
+                        name: package.name,
+                        environment: "",
+                        version,
+                        at: self.history_start() + (2 * n as i64 + 1) * DAY + (5 + k as i64) * HOUR,
+                    })
+            })
+            .collect()
     }
 
     /// When the ApplicationSet created the service's Applications (and Argo CD their namespaces): once the
@@ -608,11 +961,27 @@ impl Commit {
     }
 }
 
-/// The real histories of every service repository, oldest commit first.
+/// The real histories of every service repository, oldest commit first, and where `application-repositories`
+/// ends.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Histories {
     /// Commits by service name.
     pub services: BTreeMap<String, Vec<Commit>>,
+    /// The commit at the head of main of `application-repositories`: the revision the Applications that
+    /// sync its `HEAD` (the platform's own) were last compared with. Empty when no repository was built.
+    pub gitops_head: String,
+    /// The commits of main of `application-repositories` that changed each file, oldest first (a merged
+    /// pull request changes its files in its merge commit): what the platform's Applications synced.
+    pub gitops_changes: BTreeMap<String, Vec<FileChange>>,
+}
+
+/// A commit of `application-repositories` changing a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileChange {
+    /// The commit on main.
+    pub commit: String,
+    /// Its commit time, in seconds since the epoch.
+    pub time: i64,
 }
 
 impl Histories {
@@ -660,7 +1029,11 @@ impl Histories {
                 (plan.name.to_string(), commits)
             })
             .collect();
-        Self { services }
+        Self {
+            services,
+            gitops_head: synthetic_sha(crate::world::GITOPS_REPOSITORY, 0),
+            gitops_changes: BTreeMap::new(),
+        }
     }
 }
 

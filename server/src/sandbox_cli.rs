@@ -56,6 +56,11 @@ pub struct WorldArgs {
             .range(1..=sandbox::topology::MAX_PROD_CLUSTERS as u64),
     )]
     pub prod_clusters: usize,
+    /// Bring this workload cluster (`dev`, `prod`, `prod-eu`…) up from nothing: Argo CD syncs its
+    /// components and Crossplane packages in no declared order, and those needing another one's CRDs fail
+    /// and retry until it is installed (the metrics stack takes a while).
+    #[arg(long, value_name = "CLUSTER")]
+    pub fresh: Option<String>,
 }
 
 impl WorldArgs {
@@ -70,6 +75,7 @@ impl WorldArgs {
         options.pace = self.pace;
         options.epoch = self.epoch;
         options.prod_clusters = self.prod_clusters;
+        options.fresh = self.fresh.clone();
         options
     }
 }
@@ -341,11 +347,16 @@ async fn serve(args: SandboxArgs, shutdown: Shutdown) -> anyhow::Result<()> {
     );
     println!("  merge a pull request: tower sandbox merge <number>");
     println!(
-        "  simulated time runs at {}x{}",
+        "  simulated time runs at {}x{}{}",
         args.world.speed,
         args.world
             .scale
             .map(|n| format!(", with {n} generated services"))
+            .unwrap_or_default(),
+        args.world
+            .fresh
+            .as_deref()
+            .map(|cluster| format!(", {cluster} coming up from nothing"))
             .unwrap_or_default()
     );
     shutdown.requested().await;
@@ -402,6 +413,18 @@ mod tests {
             .world
             .options("127.0.0.1:0".parse().expect("address"), true);
         assert_eq!(options.prod_clusters, 2);
+    }
+
+    #[test]
+    fn fresh_names_the_cluster_that_comes_up_from_nothing() {
+        let world = |args: &[&str]| {
+            World::try_parse_from(std::iter::once("tower").chain(args.iter().copied()))
+                .expect("parses")
+                .world
+                .options("127.0.0.1:0".parse().expect("address"), true)
+        };
+        assert_eq!(world(&[]).fresh, None);
+        assert_eq!(world(&["--fresh", "dev"]).fresh.as_deref(), Some("dev"));
     }
 
     #[tokio::test]

@@ -1,6 +1,10 @@
-//! The history of `application-repositories`: a bootstrap of the platform's own components, then per
-//! service an onboarding pull request, the release operator's dev moves after each green build, prod
-//! promotions by pull request, schema publications and the operators' derived files.
+//! The history of `application-repositories`: a bootstrap of the platform's own components and Crossplane
+//! packages on every cluster of the topology, their version bumps (an in-house component's by its CI bot, dev
+//! first and prod a day later, a third-party one's by people's pull requests), then per service an onboarding
+//! pull request, the release operator's dev moves after each green build, prod promotions by pull request,
+//! schema publications and the operators' derived files.
+//!
+//! [`planned_head`] gives the files at the end of that history without writing it, for the fixtures.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -10,9 +14,11 @@ use serde::Serialize;
 use super::stream::{CommitSpec, Signature, Stream};
 use super::{Error, MergedPull, Result, import, people, rfc3339, sha_of, yaml};
 use crate::platform;
+use crate::topology::Topology;
 use crate::world::{
-    Commit, DAY, DEV_RELEASE_DELAY, HOUR, Histories, MINUTE, ORGANISATION, PROMOTE_DELAY, REGISTRY,
-    REVIEW_DELAY, SERVICES, ServicePlan, Timeline, team,
+    Commit, ComponentPlan, DEV_RELEASE_DELAY, HOUR, Histories, MINUTE, ORGANISATION, PACKAGES,
+    PLATFORM_COMPONENTS, PROMOTE_DELAY, PackagePlan, REGISTRY, REVIEW_DELAY, SERVICES, ServicePlan,
+    Timeline, team,
 };
 
 /// A pull request's part of an event: the branch it came from and who merged it.
@@ -69,9 +75,10 @@ pub fn build(
     histories: &Histories,
     release_history: Option<usize>,
     timeline: &Timeline,
+    topology: &Topology,
 ) -> Result<Vec<MergedPull>> {
-    let mut events = vec![bootstrap(timeline)?];
-    events.extend(platform_bumps(timeline)?);
+    let mut events = vec![bootstrap(timeline, topology)?];
+    events.extend(platform_bumps(timeline, topology)?);
     for (index, plan) in SERVICES.iter().enumerate() {
         let commits = histories
             .services
@@ -219,195 +226,9 @@ struct DerivedSchema {
     package: String,
 }
 
-/// An infrastructure component's chart source on one cluster.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct InfraSource {
-    chart: String,
-    #[serde(rename = "repoURL")]
-    repo_url: String,
-    target_revision: String,
-    namespace: String,
-}
-
-/// An infrastructure component's Helm values on one cluster.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct InfraValues {
-    replica_count: u32,
-    cluster: String,
-    resources: Resources,
-}
-
-#[derive(Serialize)]
-struct Resources {
-    requests: Requests,
-}
-
-#[derive(Serialize)]
-struct Requests {
-    cpu: &'static str,
-    memory: &'static str,
-}
-
-/// A Crossplane package (Provider, Function or Configuration).
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Package {
-    api_version: &'static str,
-    kind: &'static str,
-    metadata: PackageMetadata,
-    spec: PackageSpec,
-}
-
-#[derive(Serialize)]
-struct PackageMetadata {
-    name: String,
-}
-
-#[derive(Serialize)]
-struct PackageSpec {
-    package: String,
-}
-
-/// One of the platform's own components.
-struct Infra {
-    name: &'static str,
-    chart: &'static str,
-    repo: &'static str,
-    version: &'static str,
-    namespace: &'static str,
-    clusters: &'static [&'static str],
-}
-
-const INFRA: [Infra; 7] = [
-    Infra {
-        name: "argocd",
-        chart: "argo-cd",
-        repo: "https://argoproj.github.io/argo-helm",
-        version: "7.7.0",
-        namespace: "argocd",
-        clusters: &["management"],
-    },
-    Infra {
-        name: "tekton",
-        chart: "tekton-pipeline",
-        repo: "https://cdfoundation.github.io/tekton-helm-chart",
-        version: "1.0.0",
-        namespace: "tekton-pipelines",
-        clusters: &["management"],
-    },
-    Infra {
-        name: "external-secrets",
-        chart: "external-secrets",
-        repo: "https://charts.external-secrets.io",
-        version: "0.10.4",
-        namespace: "external-secrets",
-        clusters: &["management", "dev", "prod"],
-    },
-    Infra {
-        name: "crossplane",
-        chart: "crossplane",
-        repo: "https://charts.crossplane.io/stable",
-        version: "1.17.1",
-        namespace: "crossplane-system",
-        clusters: &["management"],
-    },
-    Infra {
-        name: "release-operator",
-        chart: "release-operator",
-        repo: "oci://ghcr.io/acme/charts",
-        version: "0.7.1",
-        namespace: "platform-system",
-        clusters: &["management"],
-    },
-    Infra {
-        name: "schema-operator",
-        chart: "schema-operator",
-        repo: "oci://ghcr.io/acme/charts",
-        version: "0.5.0",
-        namespace: "platform-system",
-        clusters: &["management"],
-    },
-    Infra {
-        name: "tower",
-        chart: "tower",
-        repo: "oci://ghcr.io/acme/charts",
-        version: "0.3.0",
-        namespace: "tower",
-        clusters: &["management"],
-    },
-];
-
-/// Crossplane packages: name, kind, package reference.
-const PACKAGES: [(&str, &str, &str); 3] = [
-    (
-        "provider-sql",
-        "Provider",
-        "xpkg.upbound.io/crossplane-contrib/provider-sql:v0.9.0",
-    ),
-    (
-        "function-patch-and-transform",
-        "Function",
-        "xpkg.upbound.io/crossplane-contrib/function-patch-and-transform:v0.7.0",
-    ),
-    (
-        "crossplane-compositions",
-        "Configuration",
-        "ghcr.io/acme/crossplane-compositions:v1.3.0",
-    ),
-];
-
-fn infra_source(infra: &Infra, version: &str, cluster: &str) -> Result<(String, Vec<u8>)> {
-    let source = InfraSource {
-        chart: infra.chart.into(),
-        repo_url: infra.repo.into(),
-        target_revision: version.into(),
-        namespace: infra.namespace.into(),
-    };
-    Ok((
-        format!("infra/{}/{cluster}.yaml", infra.name),
-        yaml(&source)?.into_bytes(),
-    ))
-}
-
-fn infra_values(infra: &Infra, cluster: &str) -> Result<(String, Vec<u8>)> {
-    let values = InfraValues {
-        replica_count: if cluster == "management" { 2 } else { 1 },
-        cluster: cluster.into(),
-        resources: Resources {
-            requests: Requests {
-                cpu: "100m",
-                memory: "128Mi",
-            },
-        },
-    };
-    Ok((
-        format!("values/{}/{cluster}.yaml", infra.name),
-        yaml(&values)?.into_bytes(),
-    ))
-}
-
-fn package_file(name: &str, kind: &'static str, reference: &str) -> Result<(String, Vec<u8>)> {
-    let package = Package {
-        api_version: if kind == "Function" {
-            "pkg.crossplane.io/v1beta1"
-        } else {
-            "pkg.crossplane.io/v1"
-        },
-        kind,
-        metadata: PackageMetadata { name: name.into() },
-        spec: PackageSpec {
-            package: reference.into(),
-        },
-    };
-    Ok((
-        format!("packages/{name}/management.yaml"),
-        yaml(&package)?.into_bytes(),
-    ))
-}
-
-fn bootstrap(timeline: &Timeline) -> Result<Event> {
+/// The bootstrap: the README, and every platform component and Crossplane package at its first version on
+/// every cluster it runs on.
+fn bootstrap(timeline: &Timeline, topology: &Topology) -> Result<Event> {
     let mut files = BTreeMap::new();
     files.insert(
         "README.md".to_string(),
@@ -418,64 +239,196 @@ fn bootstrap(timeline: &Timeline) -> Result<Event> {
 - `packages/`: Crossplane package versions.\n"
             .to_vec(),
     );
-    for infra in &INFRA {
-        for cluster in infra.clusters {
-            let (path, content) = infra_source(infra, infra.version, cluster)?;
-            files.insert(path, content);
-            let (path, content) = infra_values(infra, cluster)?;
-            files.insert(path, content);
+    for component in &PLATFORM_COMPONENTS {
+        let first = component.versions.first().copied().unwrap_or_default();
+        for cluster in platform::clusters_running(topology, component.environments) {
+            files.extend(component_files(component, &cluster, first)?);
         }
     }
-    for (name, kind, reference) in PACKAGES {
-        let (path, content) = package_file(name, kind, reference)?;
-        files.insert(path, content);
+    for package in &PACKAGES {
+        let first = package.versions.first().copied().unwrap_or_default();
+        for cluster in topology.cluster_names() {
+            files.extend(package_files(package, cluster, first)?);
+        }
     }
     Ok(Event {
         time: timeline.bootstrapped(),
         author: "root".into(),
-        message: "Bootstrap the platform: Argo CD, Tekton, Crossplane and the operators".into(),
+        message:
+            "Bootstrap the platform: Argo CD, Tekton, Crossplane, monitoring and the operators"
+                .into(),
         files,
         pull: None,
     })
 }
 
-/// A few version bumps of the platform itself, by CI and by an admin's pull request.
-fn platform_bumps(timeline: &Timeline) -> Result<Vec<Event>> {
-    let bump = |component: &str, version: &str, day: i64| -> Result<Event> {
-        let infra = INFRA
+/// A platform component's infra file and values on `cluster` at `version`, by path.
+fn component_files(
+    component: &ComponentPlan,
+    cluster: &str,
+    version: &str,
+) -> Result<BTreeMap<String, Vec<u8>>> {
+    Ok([
+        (
+            platform::infra_path(component.name, cluster),
+            yaml(&platform::infra_file(component, cluster, version))?.into_bytes(),
+        ),
+        (
+            platform::values_path(component.name, cluster),
+            yaml(&platform::infra_values(component, cluster, version))?.into_bytes(),
+        ),
+    ]
+    .into())
+}
+
+/// A Crossplane package's file on `cluster` at `version`, by path.
+fn package_files(
+    package: &PackagePlan,
+    cluster: &str,
+    version: &str,
+) -> Result<BTreeMap<String, Vec<u8>>> {
+    Ok([(
+        platform::package_path(package.name, cluster),
+        yaml(&platform::package_manifest(package, version))?.into_bytes(),
+    )]
+    .into())
+}
+
+/// The version bumps of the platform's components and packages after the bootstrap
+/// ([`Timeline::component_bumps`], [`Timeline::package_bumps`]): an in-house component's CI bot commits
+/// each cluster's bump directly; people bump third-party components and packages by pull request.
+fn platform_bumps(timeline: &Timeline, topology: &Topology) -> Result<Vec<Event>> {
+    let mut events = Vec::new();
+    for bump in timeline.component_bumps() {
+        let component = crate::world::platform_component(bump.name)
+            .ok_or_else(|| Error::Plan(format!("unknown platform component {}", bump.name)))?;
+        let previous = component
+            .versions
             .iter()
-            .find(|infra| infra.name == component)
-            .ok_or_else(|| Error::Plan(format!("unknown infra component {component}")))?;
-        let (path, content) = infra_source(infra, version, "management")?;
-        Ok(Event {
-            time: timeline.history_start() + day * DAY + 3 * HOUR,
-            author: people::CI_BOT.into(),
-            message: format!("Bump {component} to {version} on management"),
-            files: [(path, content)].into(),
-            pull: None,
-        })
-    };
-    let (path, content) = package_file(
-        "provider-sql",
-        "Provider",
-        "xpkg.upbound.io/crossplane-contrib/provider-sql:v0.10.0",
-    )?;
-    Ok(vec![
-        bump("tower", "0.3.1", 2)?,
-        bump("release-operator", "0.7.2", 4)?,
-        bump("tower", "0.4.0", 6)?,
-        Event {
-            time: timeline.history_start() + 3 * DAY + 5 * HOUR,
+            .position(|v| *v == bump.version)
+            .and_then(|n| n.checked_sub(1))
+            .and_then(|n| component.versions.get(n))
+            .copied()
+            .unwrap_or_default();
+        for (offset, cluster) in topology
+            .cluster_names_of(bump.environment)
+            .into_iter()
+            .enumerate()
+        {
+            let files = component_files(component, &cluster, bump.version)?;
+            let time = bump.at + offset as i64 * MINUTE;
+            events.push(if component.in_house {
+                Event {
+                    time,
+                    author: people::ci_bot(component.name),
+                    message: bump_message(component.name, bump.version, &cluster),
+                    // Only the infra file and the image tag change; both are the bot's.
+                    files,
+                    pull: None,
+                }
+            } else {
+                Event {
+                    time,
+                    author: "root".into(),
+                    message: format!("Bump {} to {} on {cluster}", component.name, bump.version),
+                    // A third-party chart's values name no version: only its infra file changes.
+                    files: files
+                        .into_iter()
+                        .filter(|(path, _)| path.starts_with("infra/"))
+                        .collect(),
+                    pull: Some(PullPlan {
+                        branch: format!("bump/{}/{cluster}", component.name),
+                        body: format!(
+                            "Upgrades {} from {previous} to {} on {cluster}.",
+                            component.name, bump.version
+                        ),
+                        merger: crate::world::PLATFORM_TEAM.members[0].into(),
+                    }),
+                }
+            });
+        }
+    }
+    for bump in timeline.package_bumps() {
+        let package = PACKAGES
+            .iter()
+            .find(|p| p.name == bump.name)
+            .ok_or_else(|| Error::Plan(format!("unknown package {}", bump.name)))?;
+        let mut files = BTreeMap::new();
+        for cluster in topology.cluster_names() {
+            files.extend(package_files(package, cluster, bump.version)?);
+        }
+        events.push(Event {
+            time: bump.at,
             author: "root".into(),
-            message: "Bump provider-sql to v0.10.0".into(),
-            files: [(path, content)].into(),
+            message: format!("Bump {} to {}", package.name, bump.version),
+            files,
             pull: Some(PullPlan {
-                branch: "bump/provider-sql".into(),
-                body: "Picks up the connection-pool fix.".into(),
-                merger: "root".into(),
+                branch: format!("bump/{}", package.name),
+                body: format!("Moves every cluster to {} {}.", package.name, bump.version),
+                merger: crate::world::PLATFORM_TEAM.members[0].into(),
             }),
-        },
-    ])
+        });
+    }
+    Ok(events)
+}
+
+/// The message of a CI bot's bump: `release-operator: bump to 1.9.0 on dev`.
+pub(crate) fn bump_message(component: &str, version: &str, cluster: &str) -> String {
+    format!("{component}: bump to {version} on {cluster}")
+}
+
+/// The files of `application-repositories` at the head of main, as the plan has them, without building the
+/// repository: the same builders write the same final content, so this is what `git show main:<path>`
+/// gives for every path (the README aside). The fixtures generate their Applications from it.
+pub(crate) fn planned_head(
+    histories: &Histories,
+    topology: &Topology,
+) -> Result<BTreeMap<String, Vec<u8>>> {
+    let mut files = BTreeMap::new();
+    for plan in &SERVICES {
+        files.insert(
+            platform::component_path(plan.name),
+            yaml(&platform::component(plan))?.into_bytes(),
+        );
+        for environment in crate::world::ENVIRONMENTS {
+            let Some(commit) = histories.running(plan, environment) else {
+                continue;
+            };
+            files.insert(
+                platform::release_path(plan.name, environment),
+                yaml(&platform::release(plan, environment, commit))?.into_bytes(),
+            );
+            files.extend(derived_release_files(plan, environment, commit)?);
+            if plan.database {
+                let migrations = platform::applied_migrations(plan, environment, histories);
+                files.insert(
+                    platform::database_path(plan.name, environment),
+                    yaml(&platform::database(plan, environment))?.into_bytes(),
+                );
+                files.insert(
+                    platform::schema_path(plan.name, environment),
+                    yaml(&platform::database_schema(plan, environment, &migrations))?.into_bytes(),
+                );
+                files.extend(derived_schema_file(plan, environment, &migrations)?);
+            }
+        }
+    }
+    for component in &PLATFORM_COMPONENTS {
+        for cluster in platform::clusters_running(topology, component.environments) {
+            let environment = topology.environment_of(&cluster).unwrap_or_default();
+            files.extend(component_files(
+                component,
+                &cluster,
+                component.version_in(environment),
+            )?);
+        }
+    }
+    for package in &PACKAGES {
+        for cluster in topology.cluster_names() {
+            files.extend(package_files(package, cluster, package.newest())?);
+        }
+    }
+    Ok(files)
 }
 
 fn commit_at<'a>(commits: &'a [Commit], index: usize, plan: &ServicePlan) -> Result<&'a Commit> {
@@ -817,4 +770,76 @@ pub(crate) fn derived_schema_file(
         yaml(&schema)?.into_bytes(),
     )]
     .into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::git::Repositories;
+
+    /// Every file main holds under the directories the ApplicationSets and operators read.
+    fn main_files(repositories: &Repositories) -> BTreeMap<String, Vec<u8>> {
+        let git = repositories.git(crate::world::GITOPS_REPOSITORY);
+        let listing = git
+            .run(&["ls-tree", "-r", "--name-only", "main"])
+            .unwrap_or_default();
+        listing
+            .lines()
+            .filter(|path| *path != "README.md")
+            .map(|path| {
+                let content = git
+                    .run_with(&["show", &format!("main:{path}")], None, &[])
+                    .unwrap_or_default();
+                (path.to_owned(), content)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_planned_head_is_what_main_holds_for_one_or_two_prod_clusters() {
+        for prod_clusters in [1, 2] {
+            let topology = Topology::with_prod_clusters(prod_clusters).expect("a topology");
+            let repositories = Repositories::builder()
+                .topology(topology.clone())
+                .build()
+                .expect("the repositories build");
+            let planned = planned_head(repositories.histories(), &topology).expect("planned");
+            let held = main_files(&repositories);
+            let planned_paths: Vec<&String> = planned.keys().collect();
+            let held_paths: Vec<&String> = held.keys().collect();
+            assert_eq!(planned_paths, held_paths, "{prod_clusters} prod clusters");
+            for (path, content) in &planned {
+                assert_eq!(
+                    String::from_utf8_lossy(content),
+                    String::from_utf8_lossy(&held[path]),
+                    "{path}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn prod_runs_release_operator_and_argo_rollouts_one_version_behind_dev() {
+        let topology = Topology::default();
+        let planned = planned_head(&Histories::synthetic(), &topology).expect("planned");
+        let version = |path: &str| {
+            let file: platform::InfraFile =
+                serde_saphyr::from_slice(&planned[path]).expect("an infra file");
+            file.chart.version
+        };
+        assert_eq!(version("infra/release-operator/dev.yaml"), "1.9.0");
+        assert_eq!(version("infra/release-operator/management.yaml"), "1.9.0");
+        assert_eq!(version("infra/release-operator/prod.yaml"), "1.8.2");
+        assert_eq!(version("infra/argo-rollouts/prod.yaml"), "2.37.7");
+        assert_eq!(version("infra/schema-operator/prod.yaml"), "0.6.1");
+        assert!(!planned.contains_key("infra/argo-rollouts/management.yaml"));
+        assert!(!planned.contains_key("infra/tower/dev.yaml"));
+        let package =
+            String::from_utf8_lossy(&planned["packages/provider-aws-rds/prod.yaml"]).into_owned();
+        assert!(
+            package.contains("xpkg.upbound.io/upbound/provider-aws-rds:v1.14.0")
+                && package.contains("apiVersion: pkg.crossplane.io/v1"),
+            "{package}"
+        );
+    }
 }

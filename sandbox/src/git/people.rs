@@ -5,7 +5,8 @@
 pub const RELEASE_OPERATOR: &str = "release-operator[bot]";
 /// The schema operator's bot login: it commits derived schema files.
 pub const SCHEMA_OPERATOR: &str = "schema-operator[bot]";
-/// The platform CI's bot login: it bumps platform components' versions in `infra/`.
+/// The platform CI's bot login: it runs the forge's checks, and as Tower's own CI it bumps Tower's version in
+/// `infra/` ([`ci_bot`] of `tower`).
 pub const CI_BOT: &str = "tower-ci[bot]";
 /// The Tower GitHub App's bot login: pull requests Tower opens are this user's.
 pub const APP_BOT: &str = "tower-app[bot]";
@@ -41,7 +42,14 @@ pub struct Identity {
     pub bot: bool,
 }
 
-/// The identity behind `login`; unknown logins get a stable made-up id.
+/// The CI bot of an in-house platform component (`release-operator-ci[bot]`): after a green build of the
+/// component it commits the version bump to `infra/` and `values/`.
+pub fn ci_bot(component: &str) -> String {
+    format!("{component}-ci[bot]")
+}
+
+/// The identity behind `login`; unknown logins get a stable made-up id (and a bot, GitHub's no-reply
+/// address).
 pub fn identity(login: &str) -> Identity {
     if let Some(index) = PEOPLE.iter().position(|(l, _)| *l == login) {
         return Identity {
@@ -67,12 +75,17 @@ pub fn identity(login: &str) -> Identity {
         + login
             .bytes()
             .fold(0u64, |h, b| (h * 31 + u64::from(b)) % 4000);
+    let bot = login.ends_with("[bot]");
     Identity {
         login: login.into(),
         name: login.into(),
-        email: format!("{login}@acme.example"),
+        email: if bot {
+            format!("{id}+{login}@users.noreply.github.com")
+        } else {
+            format!("{login}@acme.example")
+        },
         id,
-        bot: login.ends_with("[bot]"),
+        bot,
     }
 }
 
@@ -96,10 +109,12 @@ mod tests {
 
     #[test]
     fn addresses_map_back_to_logins() {
-        for login in ["ada", RELEASE_OPERATOR, "someone"] {
+        let component_bot = ci_bot("release-operator");
+        for login in ["ada", RELEASE_OPERATOR, "someone", component_bot.as_str()] {
             assert_eq!(login_of_email(&identity(login).email), login);
         }
         assert!(identity(RELEASE_OPERATOR).bot);
+        assert!(identity(&component_bot).bot);
         assert!(!identity("ada").bot);
     }
 }

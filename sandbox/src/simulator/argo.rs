@@ -1,5 +1,7 @@
-//! From a merged Release to running pods: taskapp-platform applying `platform/`, the release operator's
-//! derived files, the ApplicationSet, Argo CD's sync and Argo Rollouts' canary.
+//! From a merged Release to running pods: taskapp-platform's Application of a `platform/` file applying it,
+//! the release operator's derived files, taskapp-catalog's Application pointed at them, Argo CD's sync and
+//! Argo Rollouts' canary. Every commit the simulator makes to `application-repositories` wakes the
+//! ApplicationSet controller ([`super::appsets`]).
 
 use std::collections::BTreeMap;
 
@@ -7,7 +9,9 @@ use anyhow::Context as _;
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
+use super::appsets::sources_of;
 use super::{Action, Inner, RolloutRun, State, secs, str_at};
+use crate::fixtures::argocd::applications;
 use crate::fixtures::workloads::{self, ROLLOUT_HASH_LABEL, canary_steps, pod_template_hash};
 use crate::fixtures::{argocd as argo_fixtures, stamp};
 use crate::git::people;
@@ -23,7 +27,7 @@ pub(super) const APPLICATION: (&str, &str) = (crate::argocd::API_VERSION, crate:
 /// The platform resources' `apiVersion`.
 pub(super) const PLATFORM_API: &str = "platform.tower.dev/v1alpha1";
 /// Syncs Argo CD keeps in an Application's history.
-const HISTORY_KEPT: usize = 10;
+pub(super) const HISTORY_KEPT: usize = 10;
 /// ReplicaSets a Rollout keeps (its `revisionHistoryLimit` plus the current one).
 const REPLICA_SETS_KEPT: usize = 3;
 
@@ -38,6 +42,7 @@ pub(super) fn at_commit(plan: &ServicePlan, commit: &Commit) -> (ServicePlan, Hi
     single.prod_schema_behind = None;
     let histories = Histories {
         services: [(plan.name.to_string(), vec![commit.clone()])].into(),
+        ..Histories::default()
     };
     (single, histories)
 }
@@ -49,46 +54,42 @@ static ONE_COMMIT: [world::CommitPlan; 1] = [world::CommitPlan {
 }];
 
 impl Inner {
-    /// taskapp-platform: applies each changed `platform/` file of `sha` to the management cluster, as-is,
-    /// and lets the operators react.
-    pub(super) fn platform_sync(
+    /// taskapp-platform's Application of `path` synced commit `sha`: the file is applied to the management
+    /// cluster as-is, and the operators react. A file gone at `sha` is left alone (its Application is
+    /// deleted, and with `preserveResourcesOnDeletion` the resource stays).
+    pub(super) fn apply_platform_file(
         &self,
         state: &mut State,
         at: Timestamp,
         sha: &str,
-        files: &[String],
+        path: &str,
     ) -> anyhow::Result<()> {
         let gitops = self.world.repositories.git(GITOPS_REPOSITORY);
         let management = self.management().context("no management cluster")?;
-        for path in files {
-            let Some(text) = gitops.try_run(&["show", &format!("{sha}:{path}")])? else {
-                // A deleted file: Argo CD would prune; the sandbox keeps the object.
-                continue;
-            };
-            let object: Value = serde_saphyr::from_str(&text)
-                .with_context(|| format!("parsing {path} at {sha}"))?;
-            let kind = str_at(&object, "/kind").to_string();
-            let name = str_at(&object, "/metadata/name").to_string();
-            let (previous, stored) = apply_spec(&management, object, at)?;
-            state.note(at, format!("taskapp-platform: applied {kind} {name}"));
-            let env = str_at(&stored, "/spec/environment").to_string();
-            match kind.as_str() {
-                "Release" => {
-                    let service = str_at(&stored, "/spec/component").to_string();
-                    if str_at(&stored, "/spec/version")
-                        != str_at(&stored, "/status/observedVersion")
-                    {
-                        state.schedule(secs(at, 2), Action::DeriveRelease { service, env });
-                    }
+        let Some(text) = gitops.try_run(&["show", &format!("{sha}:{path}")])? else {
+            return Ok(());
+        };
+        let object: Value =
+            serde_saphyr::from_str(&text).with_context(|| format!("parsing {path} at {sha}"))?;
+        let kind = str_at(&object, "/kind").to_string();
+        let name = str_at(&object, "/metadata/name").to_string();
+        let (previous, stored) = apply_spec(&management, object, at)?;
+        state.note(at, format!("taskapp-platform: applied {kind} {name}"));
+        let env = str_at(&stored, "/spec/environment").to_string();
+        match kind.as_str() {
+            "Release" => {
+                let service = str_at(&stored, "/spec/component").to_string();
+                if str_at(&stored, "/spec/version") != str_at(&stored, "/status/observedVersion") {
+                    state.schedule(secs(at, 2), Action::DeriveRelease { service, env });
                 }
-                "Component" if previous.is_none() => self.onboard(state, at, &name)?,
-                "Database" if previous.is_none() => {
-                    let service = str_at(&stored, "/spec/name").to_string();
-                    self.database_created(state, at, &service, &env)?;
-                }
-                "DatabaseSchema" => self.schema_published(state, at, previous.as_ref(), &stored)?,
-                _ => {}
             }
+            "Component" if previous.is_none() => self.onboard(state, at, &name)?,
+            "Database" if previous.is_none() => {
+                let service = str_at(&stored, "/spec/name").to_string();
+                self.database_created(state, at, &service, &env)?;
+            }
+            "DatabaseSchema" => self.schema_published(state, at, previous.as_ref(), &stored)?,
+            _ => {}
         }
         Ok(())
     }
@@ -134,6 +135,7 @@ impl Inner {
         let commit = self.commit_of(service, &sha)?;
         let files = crate::git::derived_release_files(&plan, env, &commit)?;
         let derived = self.commit_gitops(
+            state,
             people::RELEASE_OPERATOR,
             at,
             &format!("Derive {service} {env} files for {}", commit.short()),
@@ -163,50 +165,13 @@ impl Inner {
                 &derived[..7.min(derived.len())]
             ),
         );
-        state.schedule(
-            secs(at, 3),
-            Action::ApplicationSet {
-                service: service.into(),
-                env: env.into(),
-            },
-        );
         Ok(())
     }
 
-    /// taskapp-catalog: points the Application of `service` on each cluster of `env` (`<svc>-<cluster>`) at
-    /// the derived chart source and image; a new revision makes it OutOfSync, and the automated sync policy
-    /// starts a sync.
-    pub(super) fn application_set(
-        &self,
-        state: &mut State,
-        at: Timestamp,
-        service: &str,
-        env: &str,
-    ) -> anyhow::Result<()> {
-        let management = self.management().context("no management cluster")?;
-        let release = management
-            .get(
-                PLATFORM_API,
-                "Release",
-                Some(PLATFORM_NAMESPACE),
-                &crate::platform::release_name(service, env),
-            )
-            .context("the Release is gone")?;
-        let version = str_at(&release, "/spec/version").to_string();
-        let sha = self
-            .world
-            .repositories
-            .git(service)
-            .resolve(&version)?
-            .with_context(|| format!("no commit {version} in {service}"))?;
-        for cluster in self.clusters_of(env)? {
-            self.point_application(state, at, service, env, &cluster.name, &sha)?;
-        }
-        Ok(())
-    }
-
-    /// Points `service`'s Application on `cluster_name` at `sha`, creating it for a new service.
-    fn point_application(
+    /// taskapp-catalog: points `service`'s Application on `cluster_name` (`<svc>-<cluster>`) at `sha`, the
+    /// chart source and image its derived file pins, creating it for a new service; a new revision makes it
+    /// OutOfSync, and the automated sync policy starts a sync.
+    pub(super) fn point_application(
         &self,
         state: &mut State,
         at: Timestamp,
@@ -228,6 +193,7 @@ impl Inner {
                 argo_fixtures::application_on(&single, env, cluster_name, &histories, at)
                     .context("building the Application")?;
             created["metadata"]["creationTimestamp"] = json!(stamp(at));
+            self.own(&management, &mut created, super::Set::Catalog);
             created["status"]["sync"]["status"] = json!("OutOfSync");
             created["status"]["sync"]["revision"] = json!("");
             created["status"]["health"] =
@@ -237,6 +203,7 @@ impl Inner {
                 map.remove("operationState");
             }
             management.apply(created)?;
+            self.refresh_set(super::Set::Catalog);
             state.note(
                 at,
                 format!("applicationset: created {app} at {}", &sha[..7]),
@@ -285,18 +252,35 @@ impl Inner {
             return Ok(());
         }
         let management = self.management().context("no management cluster")?;
+        let head = self.gitops_head()?;
+        let retries = state.retries.get(app).copied();
         self.update(&management, APPLICATION, Some(ARGOCD_NAMESPACE), app, |a| {
-            let revision = str_at(a, "/spec/source/targetRevision").to_string();
+            let sources = sources_of(a);
+            let revisions = applications::revisions(&sources, &head);
+            let mut sync = json!({"syncOptions": ["CreateNamespace=true", "ServerSideApply=true"], "syncStrategy": {"hook": {}}});
+            if let Some(map) = sync.as_object_mut() {
+                let mut fields = applications::revision_fields(&sources, &revisions);
+                fields.remove("source");
+                fields.remove("sources");
+                map.extend(fields);
+            }
+            let retry = a
+                .pointer("/spec/syncPolicy/retry")
+                .cloned()
+                .unwrap_or_else(|| json!({"limit": 5, "backoff": {"duration": "5s", "factor": 2, "maxDuration": "3m"}}));
             a["status"]["operationState"] = json!({
                 "operation": {
-                    "sync": {"revision": revision, "syncOptions": ["CreateNamespace=true", "ServerSideApply=true"], "syncStrategy": {"hook": {}}},
+                    "sync": sync,
                     "initiatedBy": {"automated": true},
-                    "retry": {"limit": 5, "backoff": {"duration": "5s", "factor": 2, "maxDuration": "3m"}},
+                    "retry": retry,
                 },
                 "phase": "Running",
                 "message": "one or more tasks are running",
                 "startedAt": stamp(at),
             });
+            if let Some(count) = retries {
+                a["status"]["operationState"]["retryCount"] = json!(count);
+            }
         })?;
         state.note(at, format!("argocd: {app} syncing"));
         state.schedule(secs(at, 4), Action::SyncFinish { app: app.into() });
@@ -318,6 +302,11 @@ impl Inner {
         else {
             return Ok(());
         };
+        if let Some(set) = super::Set::owning(&current)
+            && set != super::Set::Catalog
+        {
+            return self.finish_platform_sync(state, at, set, &current);
+        }
         let target = str_at(&current, "/spec/source/targetRevision").to_string();
         let asked = str_at(&current, "/status/operationState/operation/sync/revision");
         let revision = if asked.len() == 40 && asked.bytes().all(|b| b.is_ascii_hexdigit()) {
@@ -391,6 +380,7 @@ impl Inner {
                 a["status"]["summary"]["images"] = json!([format!("{REGISTRY}/{service}:{tag}")]);
             }
         })?;
+        self.refresh_set_entry(app);
         state.note(
             at,
             format!(
@@ -913,6 +903,7 @@ impl Inner {
                 mark_resource(a, "Rollout", "health", resource);
             },
         )?;
+        self.refresh_set_entry(&app);
         state.note(at, format!("argocd: {app} {health}"));
         Ok(())
     }
@@ -1065,9 +1056,11 @@ impl Inner {
         }
     }
 
-    /// Commits `files` onto main of `application-repositories` as `login`, retrying if main moves.
+    /// Commits `files` onto main of `application-repositories` as `login`, retrying if main moves. Its push
+    /// wakes the ApplicationSet controller.
     pub(super) fn commit_gitops(
         &self,
+        state: &mut State,
         login: &str,
         at: Timestamp,
         message: &str,
@@ -1096,6 +1089,7 @@ impl Inner {
                         &sha,
                         login,
                     );
+                    state.wake_application_sets(at);
                     return Ok(sha);
                 }
                 Err(error) => last = Some(error),

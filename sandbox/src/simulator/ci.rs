@@ -425,7 +425,8 @@ impl Inner {
         let release = crate::platform::release(plan, "dev", &commit);
         let path = crate::platform::release_path(service, "dev");
         let yaml = serde_saphyr::to_string(&release)?;
-        let moved = self.commit_gitops(
+        self.commit_gitops(
+            state,
             people::RELEASE_OPERATOR,
             at,
             &format!("Deploy {service} {} to dev", commit.short()),
@@ -437,13 +438,6 @@ impl Inner {
                 "release-operator: dev {service} -> {} (autoDeploy)",
                 commit.short()
             ),
-        );
-        state.schedule(
-            secs(at, 3),
-            Action::PlatformSync {
-                sha: moved,
-                files: vec![path],
-            },
         );
         Ok(())
     }

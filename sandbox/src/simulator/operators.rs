@@ -77,6 +77,7 @@ impl Inner {
         if let Ok(plan) = self.plan(&database) {
             let files = crate::git::derived_schema_file(&plan, &env, &migrations)?;
             self.commit_gitops(
+                state,
                 people::SCHEMA_OPERATOR,
                 at,
                 &format!(

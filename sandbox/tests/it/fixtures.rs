@@ -68,6 +68,16 @@ fn of_kind(kind: &str) -> Vec<(String, Value)> {
         .collect()
 }
 
+/// The services' Applications: those `taskapp-catalog` owns.
+fn catalog_applications() -> Vec<(String, Value)> {
+    of_kind("Application")
+        .into_iter()
+        .filter(|(_, a)| {
+            a["metadata"]["ownerReferences"][0]["name"] == argocd::CATALOG_APPLICATION_SET
+        })
+        .collect()
+}
+
 fn name(object: &Value) -> &str {
     object["metadata"]["name"].as_str().unwrap_or_default()
 }
@@ -730,7 +740,11 @@ fn the_reference_external_secret_version_is_the_storage_version_the_fixtures_use
 #[test]
 fn every_service_has_a_release_an_application_and_a_rollout_per_environment() {
     for kind in ["Release", "Application", "Rollout"] {
-        let objects = of_kind(kind);
+        let objects = if kind == "Application" {
+            catalog_applications()
+        } else {
+            of_kind(kind)
+        };
         assert_eq!(
             objects.len(),
             SERVICES.len() * ENVIRONMENTS.len(),
@@ -761,7 +775,7 @@ fn every_service_has_a_release_an_application_and_a_rollout_per_environment() {
 #[test]
 fn applications_carry_the_labels_and_commit_of_the_release_they_come_from() {
     let releases = of_kind("Release");
-    for (_, application) in of_kind("Application") {
+    for (_, application) in catalog_applications() {
         let (_, release) = releases
             .iter()
             .find(|(_, r)| name(r) == name(&application))
@@ -808,6 +822,17 @@ fn applications_match_the_cluster_secret_of_their_environment() {
             fixtures::cluster_server(environment)
         );
     }
+    // Argo CD's own cluster is registered too, in-cluster, so the platform's sets can select it.
+    let management = secrets
+        .iter()
+        .map(|(_, s)| s)
+        .find(|s| label(s, "environment") == "management")
+        .unwrap();
+    assert_eq!(name(management), "cluster-management");
+    let typed: Secret = serde_json::from_value(management.clone()).unwrap();
+    let data = typed.data.unwrap();
+    assert_eq!(data["server"].0, b"https://kubernetes.default.svc");
+    assert_eq!(data["name"].0, b"management");
     let sets: Vec<String> = of_kind("ApplicationSet")
         .iter()
         .map(|(_, s)| name(s).to_string())

@@ -173,10 +173,12 @@ fn dev_moves_are_the_release_operators_and_merges_are_peoples() {
         .run(&["ls-tree", "-r", "--name-only", "main"])
         .unwrap();
     for path in [
-        "infra/argocd/management.yaml",
+        "infra/release-operator/management.yaml",
         "values/tower/management.yaml",
-        "packages/provider-sql/management.yaml",
+        "packages/provider-aws-rds/management.yaml",
+        "packages/configuration-database/prod.yaml",
         "infra/external-secrets/prod.yaml",
+        "infra/argo-rollouts/dev.yaml",
         "components/payments/schema/prod.yaml",
         "components/payments/environments/dev.yaml",
     ] {

@@ -16,6 +16,7 @@ mod loki;
 mod metrics;
 mod paging;
 mod pipelines;
+mod platform;
 mod prod_clusters;
 mod reviews;
 mod scale;

@@ -61,6 +61,17 @@ fn names(list: &Value) -> Vec<String> {
         .collect()
 }
 
+/// The names of the services' Applications (those labelled with a component) in an Argo CD list.
+fn service_names(list: &Value) -> Vec<String> {
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|item| !text(item, "/metadata/labels/platform.tower.dev~1component").is_empty())
+        .map(|item| text(item, "/metadata/name").to_owned())
+        .collect()
+}
+
 const TRACKING: &str = "/metadata/annotations/argocd.argoproj.io~1tracking-id";
 
 #[tokio::test]
@@ -143,6 +154,7 @@ async fn each_prod_cluster_runs_payments_pods_of_its_own_and_there_is_no_prod_cl
         .collect();
     let wanted = [
         ("cluster-dev", "dev"),
+        ("cluster-management", "management"),
         ("cluster-prod-eu", "prod"),
         ("cluster-prod-us", "prod"),
     ]
@@ -203,21 +215,32 @@ async fn each_argo_cd_serves_only_the_applications_deploying_to_its_clusters() {
     // Lists split the same way; nothing is named after a `prod` cluster any more.
     let (_, us_list) = get(&sandbox, "/argocd-us/api/v1/applications").await;
     let us_names = names(&us_list);
-    assert_eq!(us_names.len(), world::SERVICES.len());
+    assert_eq!(service_names(&us_list).len(), world::SERVICES.len());
+    // The platform's own Applications on prod-us (its components, packages and schemas) are its too.
     assert!(
         us_names.iter().all(|n| n.ends_with("-prod-us")),
         "{us_names:?}"
     );
+    assert!(us_names.iter().any(|n| n == "infra-metrics-stack-prod-us"));
     let (_, main_list) = get(&sandbox, "/argocd/api/v1/applications").await;
     let main_names = names(&main_list);
-    assert_eq!(main_names.len(), 2 * world::SERVICES.len());
+    assert_eq!(service_names(&main_list).len(), 2 * world::SERVICES.len());
+    assert!(
+        main_names
+            .iter()
+            .any(|n| n == "infra-metrics-stack-prod-eu")
+    );
+    assert!(main_names.iter().any(|n| n == "release-payments-prod"));
     for wanted in ["payments-dev", "payments-prod-eu"] {
         assert!(main_names.iter().any(|n| n == wanted), "{main_names:?}");
     }
+    assert!(!main_names.iter().any(|n| n.ends_with("-prod-us")));
+    // No service deploys to a `prod` cluster (the platform's Release of prod is named after the
+    // environment, not a cluster).
     assert!(
-        !main_names
+        !service_names(&main_list)
             .iter()
-            .any(|n| n.ends_with("-prod-us") || n.ends_with("-prod"))
+            .any(|n| n.ends_with("-prod"))
     );
     // Dev's Application is as with one prod cluster: no destination name.
     let dev = main_list["items"]

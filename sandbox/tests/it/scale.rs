@@ -34,7 +34,11 @@ async fn scale_mode_seeds_fifty_more_services_that_a_kube_client_lists() {
 
     let gvk = GroupVersionKind::gvk("argoproj.io", "v1alpha1", "Application");
     let applications: Api<DynamicObject> = Api::all_with(management, &ApiResource::from_gvk(&gvk));
-    let apps = applications.list(&ListParams::default()).await.unwrap();
+    // The services' Applications: those labelled with their component (the platform's own are not).
+    let apps = applications
+        .list(&ListParams::default().labels("platform.tower.dev/component"))
+        .await
+        .unwrap();
     assert_eq!(apps.items.len(), (50 + 8) * 2);
     let generated = apps
         .items
