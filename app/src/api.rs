@@ -102,6 +102,12 @@ pub async fn get_platform_config() -> Result<PlatformConfig> {
     call::<api::GetPlatformConfig>(&api::GetPlatformConfig::url(), None).await
 }
 
+/// The platform as Argo CD runs it: every component and Crossplane package per cluster with its Application,
+/// version, skew and last bump, the counts by standing and the Applications waiting for a CRD.
+pub async fn get_platform() -> Result<shared::platform::PlatformView> {
+    call::<api::GetPlatform>(&api::GetPlatform::url(), None).await
+}
+
 /// The environments and their clusters' connections.
 pub async fn list_environments() -> Result<Vec<EnvironmentView>> {
     call::<api::ListEnvironments>(&api::ListEnvironments::url(), None).await

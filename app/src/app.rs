@@ -3,14 +3,15 @@
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use leptos_router::Lazy;
-use leptos_router::components::{A, Route, Router, Routes};
+use leptos_router::NavigateOptions;
+use leptos_router::components::{A, Redirect, Route, Router, Routes};
+use leptos_router::hooks::use_location;
 use leptos_router::path;
 use shared::ApiError;
 use shared::session::SessionInfo;
 
 use crate::api;
 use crate::live::LiveFleet;
-use crate::pages::config::platform::PlatformConfigRoute;
 use crate::pages::databases::DatabasesRoute;
 use crate::pages::delivery::create::CreateRoute;
 use crate::pages::delivery::pulls::PullsRoute;
@@ -19,6 +20,7 @@ use crate::pages::fleet::overview::Overview;
 use crate::pages::fleet::service::ServiceRoute;
 use crate::pages::not_found::NotFound;
 use crate::pages::pipelines::{PipelineRunRoute, PipelinesRoute};
+use crate::pages::platform::PlatformRoute;
 use crate::pages::session::SignIn;
 use crate::pages::show_errors;
 
@@ -97,7 +99,7 @@ fn Shell() -> impl IntoView {
                 <A href="/prs" attr:data-testid="nav-prs">"PRs"</A>
                 <A href="/pipelines" attr:data-testid="nav-pipelines">"Pipelines"</A>
                 <A href="/databases" attr:data-testid="nav-databases">"Databases"</A>
-                <A href="/config" attr:data-testid="nav-config">"Config"</A>
+                <A href="/platform" attr:data-testid="nav-platform">"Platform"</A>
             </nav>
             <StreamIndicator connected=live.connected />
             <UserMenu />
@@ -114,12 +116,50 @@ fn Shell() -> impl IntoView {
                 <Route path=path!("/prs") view={Lazy::<PullsRoute>::new()} />
                 <Route path=path!("/pipelines") view={Lazy::<PipelinesRoute>::new()} />
                 <Route path=path!("/pipelines/:namespace/:name") view={Lazy::<PipelineRunRoute>::new()} />
-                <Route path=path!("/config") view={Lazy::<PlatformConfigRoute>::new()} />
+                <Route path=path!("/platform") view={Lazy::<PlatformRoute>::new()} />
+                <Route path=path!("/config") view=ConfigRedirect />
                 <Route path=path!("/databases") view={Lazy::<DatabasesRoute>::new()} />
                 <Route path=path!("/databases/:env/:name") view={Lazy::<DatabasesRoute>::new()} />
             </Routes>
         </main>
     }
+}
+
+/// `/config` was the Platform page's address: old links land on `/platform` with the same query and
+/// fragment, in place of the old entry in the history (so Back does not bounce).
+#[component]
+fn ConfigRedirect() -> impl IntoView {
+    let location = use_location();
+    let path = moved_path(
+        "/platform",
+        &location.search.get_untracked(),
+        &location.hash.get_untracked(),
+    );
+    view! {
+        <Redirect
+            path
+            options=NavigateOptions {
+                replace: true,
+                ..Default::default()
+            }
+        />
+    }
+}
+
+/// `to` with a query (without its `?`) and a fragment (with or without its `#`) carried over.
+fn moved_path(to: &str, search: &str, hash: &str) -> String {
+    let mut path = to.to_string();
+    if !search.is_empty() {
+        path.push('?');
+        path.push_str(search);
+    }
+    if !hash.is_empty() {
+        if !hash.starts_with('#') {
+            path.push('#');
+        }
+        path.push_str(hash);
+    }
+    path
 }
 
 /// Says whether the page is live; words as well as colour.
@@ -169,5 +209,27 @@ fn UserMenu() -> impl IntoView {
             <button type="button" class="link" data-testid="sign-out" on:click=move |_| { sign_out.dispatch(()); }>"Sign out"</button>
             {move || sign_out.value().get().and_then(Result::err).map(|error| view! { <span class="error-inline" role="alert">{error.to_string()}</span> })}
         </div>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_old_config_link_keeps_its_section_and_filter_on_the_platform_page() {
+        assert_eq!(moved_path("/platform", "", ""), "/platform");
+        assert_eq!(
+            moved_path("/platform", "section=settings&q=github", ""),
+            "/platform?section=settings&q=github"
+        );
+        assert_eq!(
+            moved_path("/platform", "section=clusters", "#clusters"),
+            "/platform?section=clusters#clusters"
+        );
+        assert_eq!(
+            moved_path("/platform", "", "clusters"),
+            "/platform#clusters"
+        );
     }
 }

@@ -7,5 +7,6 @@ pub mod focus;
 pub mod log_console;
 pub mod log_panel;
 pub mod pipeline_graph;
+pub mod platform;
 pub mod status;
 pub mod yaml_editor;

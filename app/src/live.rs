@@ -4,7 +4,8 @@
 //! `shared::fleet::FleetEvent::decode`: what the first paint needs (services, cluster states, activity) is
 //! decoded here, while a card, a pipeline run or a pull request is kept as the text it came as and decoded by
 //! the page that shows it, which loads on demand. Decoding those types here would put their deserializers
-//! (a deployment card is a dozen nested structs) in the first load, for pages most visits never open.
+//! (a deployment card is a dozen nested structs) in the first load, for pages most visits never open. The
+//! platform's counts (six numbers) are decoded here: the Overview shows them.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -20,6 +21,7 @@ use shared::fleet::{
     ActivityItem, DeploymentCard, Fleet, FleetEvent, ServiceSummary, SourceStatus,
 };
 use shared::pipelines::PipelineRunSummary;
+use shared::platform::StandingCounts;
 
 use crate::api as calls;
 
@@ -39,8 +41,8 @@ const CLOCK_TICK: Duration = Duration::from_secs(15);
 /// One event of the stream as the first load reads it.
 #[derive(Debug, Clone, PartialEq)]
 enum Delta {
-    /// Every service and cluster state, first on every connection.
-    Snapshot(Vec<ServiceSummary>, Vec<SourceStatus>),
+    /// Every service and cluster state and the platform's counts, first on every connection.
+    Snapshot(Vec<ServiceSummary>, Vec<SourceStatus>, StandingCounts),
     /// A service appeared or changed (boxed: the other events are small).
     Upserted(Box<ServiceSummary>),
     /// A service went away, by name.
@@ -57,6 +59,8 @@ enum Delta {
     Pull(String),
     /// The GitOps repository's main moved.
     ReleasesChanged,
+    /// One of the platform's own Applications changed: the platform's counts now.
+    PlatformChanged(StandingCounts),
 }
 
 /// Reads one event as the server serializes it (`FleetEvent`, tagged by `type`); `None` for a kind this
@@ -75,6 +79,10 @@ fn decode(text: &str) -> Option<Delta> {
         item: Option<ActivityItem>,
         card: Option<CardKey>,
         run: Option<RunKey>,
+        /// The snapshot's `platform` and `platform_changed`'s `counts`: one field, so the first load carries
+        /// one copy of their deserializer.
+        #[serde(alias = "counts")]
+        platform: Option<StandingCounts>,
     }
     /// Which card an event is of; the rest of it is read by the page that shows it.
     #[derive(Deserialize)]
@@ -90,7 +98,11 @@ fn decode(text: &str) -> Option<Delta> {
     }
     let e: Envelope = serde_json::from_str(text).ok()?;
     Some(match e.kind.as_str() {
-        "snapshot" => Delta::Snapshot(e.services?, e.sources.unwrap_or_default()),
+        "snapshot" => Delta::Snapshot(
+            e.services?,
+            e.sources.unwrap_or_default(),
+            e.platform.unwrap_or_default(),
+        ),
         "service_upserted" => Delta::Upserted(Box::new(e.service?)),
         "service_removed" => Delta::Removed(e.name?),
         "source_changed" => Delta::Source(e.source?),
@@ -106,6 +118,7 @@ fn decode(text: &str) -> Option<Delta> {
         "pipeline_run_removed" => Delta::Run(e.namespace?, e.name?, None),
         "pull_request_updated" => Delta::Pull(text.to_string()),
         "releases_changed" => Delta::ReleasesChanged,
+        "platform_changed" => Delta::PlatformChanged(e.platform?),
         _ => return None,
     })
 }
@@ -133,6 +146,12 @@ pub struct LiveFleet {
     pub pulls: RwSignal<PullUpdates>,
     /// Counts `releases_changed`: the GitOps repository's main moved, so the Releases page fetches again.
     pub releases: RwSignal<u32>,
+    /// The platform's own Applications by standing, from the snapshot and then `platform_changed`; `None`
+    /// until the first snapshot, so nothing shows zeros that were never reported.
+    pub platform: RwSignal<Option<StandingCounts>>,
+    /// Counts `platform_changed`: one of the platform's Applications changed, so the Platform page fetches
+    /// again.
+    pub platform_changes: RwSignal<u32>,
     /// Counts snapshots after the first: each means the stream reconnected and card deltas may have been
     /// missed, so pages holding cards (or pull requests) fetch them again.
     pub resyncs: RwSignal<u32>,
@@ -321,6 +340,8 @@ impl LiveFleet {
             runs: RwSignal::new(RunUpdates::default()),
             pulls: RwSignal::new(PullUpdates::default()),
             releases: RwSignal::new(0),
+            platform: RwSignal::new(None),
+            platform_changes: RwSignal::new(0),
             resyncs: RwSignal::new(0),
             now: RwSignal::new(browser_now()),
         };
@@ -383,8 +404,9 @@ impl LiveFleet {
 
     fn apply(self, delta: Delta, snapshots: &mut u32) {
         match delta {
-            Delta::Snapshot(services, sources) => {
+            Delta::Snapshot(services, sources, platform) => {
                 self.sources.set(sources);
+                self.platform.set(Some(platform));
                 self.fleet.set(Fleet::from_services(services));
                 self.loaded.set(Some(Ok(())));
                 *snapshots += 1;
@@ -422,6 +444,10 @@ impl LiveFleet {
             }
             Delta::Pull(event) => self.pulls.update(|pulls| pulls.record(event)),
             Delta::ReleasesChanged => self.releases.update(|n| *n += 1),
+            Delta::PlatformChanged(counts) => {
+                self.platform.set(Some(counts));
+                self.platform_changes.update(|n| *n += 1);
+            }
         }
     }
 }
@@ -548,6 +574,11 @@ mod tests {
                 reason: "connection refused".into(),
             },
         };
+        let counts = StandingCounts {
+            healthy: 41,
+            waiting: 3,
+            ..StandingCounts::default()
+        };
         let item = ActivityItem {
             at: "2026-12-02T10:00:00Z".into(),
             service: "payments".into(),
@@ -560,6 +591,7 @@ mod tests {
             FleetEvent::Snapshot {
                 services: vec![service.clone()],
                 sources: vec![source.clone()],
+                platform: counts.clone(),
             },
             FleetEvent::ServiceUpserted {
                 service: service.clone(),
@@ -583,13 +615,39 @@ mod tests {
             },
             FleetEvent::PullRequestUpdated { pull: pull() },
             FleetEvent::ReleasesChanged,
+            FleetEvent::PlatformChanged {
+                counts: StandingCounts {
+                    failing: 1,
+                    ..counts.clone()
+                },
+            },
         ];
+        // A new kind of event does not compile here until it has a sample above.
+        for event in &events {
+            match event {
+                FleetEvent::Snapshot { .. }
+                | FleetEvent::ServiceUpserted { .. }
+                | FleetEvent::ServiceRemoved { .. }
+                | FleetEvent::CardUpdated { .. }
+                | FleetEvent::SourceChanged { .. }
+                | FleetEvent::Activity { .. }
+                | FleetEvent::PipelineRunUpdated { .. }
+                | FleetEvent::PipelineRunRemoved { .. }
+                | FleetEvent::PullRequestUpdated { .. }
+                | FleetEvent::ReleasesChanged
+                | FleetEvent::PlatformChanged { .. } => {}
+            }
+        }
         let read: Vec<Option<Delta>> = events.iter().map(|e| decode(&wire(e))).collect();
         let text = |index: usize| wire(&events[index]);
         assert_eq!(
             read,
             [
-                Some(Delta::Snapshot(vec![service.clone()], vec![source.clone()])),
+                Some(Delta::Snapshot(
+                    vec![service.clone()],
+                    vec![source.clone()],
+                    counts.clone()
+                )),
                 Some(Delta::Upserted(Box::new(service))),
                 Some(Delta::Removed("payments".into())),
                 Some(Delta::Card("payments".into(), "prod".into(), text(3))),
@@ -599,7 +657,16 @@ mod tests {
                 Some(Delta::Run("tekton-ci".into(), "a".into(), None)),
                 Some(Delta::Pull(text(8))),
                 Some(Delta::ReleasesChanged),
+                Some(Delta::PlatformChanged(StandingCounts {
+                    failing: 1,
+                    ..counts
+                })),
             ]
+        );
+        // A snapshot from a server that counts no platform yet reads as no Applications.
+        assert_eq!(
+            decode(r#"{"type":"snapshot","services":[]}"#),
+            Some(Delta::Snapshot(vec![], vec![], StandingCounts::default()))
         );
         // What is kept as text decodes to what was sent.
         assert_eq!(

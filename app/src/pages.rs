@@ -7,6 +7,7 @@ pub mod fleet;
 pub mod metrics;
 pub mod not_found;
 pub mod pipelines;
+pub mod platform;
 pub mod session;
 pub mod slo;
 

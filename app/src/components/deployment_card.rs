@@ -14,11 +14,13 @@ use shared::fleet::{
     ApplicationView, CloudResourceView, CommitView, DeploymentCard as Card, EventView, PodView,
     RolloutView, SchemaView, SecretView, SyncResponse, WorkloadView,
 };
+use shared::platform::ResourceApplication;
 use shared::time::{age_or_raw, since};
 
 use crate::api;
 use crate::app::Session;
 use crate::components::delivery::{MoveDialog, pending_pull};
+use crate::components::platform::{resource_application_line, resource_application_problem};
 use crate::components::status::{
     banner, chip, health_chip, permission_reason, sync_chip, tone_chip,
 };
@@ -147,11 +149,14 @@ fn body(card: &Card, now: &str) -> AnyView {
             format!("The Release asks for {asked}; the pods run something else.")))}
         {unreachable_banner(card, now)}
         {forbidden_banner(card)}
+        // The Release itself not applied (or waiting for a CRD) explains much of what follows: said up here.
+        {card.release_application.as_ref().and_then(|app| resource_application_problem(app, "release-application-problem"))}
         {clusters(card, now)}
         {changes(card, now)}
         {card.rollout.as_ref().map(rollout)}
         {workloads(&card.deployments)}
         {application(card.application.as_ref(), now)}
+        {card.release_application.as_ref().map(release_application)}
         {card.schema.as_ref().map(schema)}
         {secrets(&card.secrets, now)}
         {cloud_resources(&card.cloud_resources)}
@@ -409,6 +414,17 @@ fn application(application: Option<&ApplicationView>, now: &str) -> AnyView {
             {last_sync.unwrap_or_else(|| view! { <p class="muted" data-testid="last-sync">"Never synced"</p> }.into_any())}
             {app.reconciled_at.as_deref().map(|at| view! { <p class="muted small">{format!("Argo CD compared {}", age_or_raw(at, now))}</p> })}
             {(!app.external_urls.is_empty()).then(|| view! { <p class="urls">{urls}</p> })}
+        </section>
+    }
+    .into_any()
+}
+
+/// The Release's own Application (`taskapp-platform` applies the Release as it is in git): whether the
+/// Release itself is applied, apart from whether what it asks for runs.
+fn release_application(app: &ResourceApplication) -> AnyView {
+    view! {
+        <section class="card-section card-release-application">
+            {resource_application_line("Release", app, "release-application")}
         </section>
     }
     .into_any()

@@ -8,8 +8,6 @@
 //! Its code is a separate wasm module, fetched the first time the tab opens, so the Overview's first load
 //! does not carry it, nor the validator, the YAML parser and the compiled-in CRD schemas it pulls in.
 
-pub mod platform;
-
 use leptos::lazy;
 use leptos::prelude::*;
 use shared::ApiError;

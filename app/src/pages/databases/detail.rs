@@ -12,6 +12,7 @@ use shared::time::age_or_raw;
 
 use super::{available_chip, check_chip, list_path, schema_changes, schema_summary};
 use crate::api;
+use crate::components::platform::{resource_application_line, resource_application_problem};
 use crate::live::{LiveFleet, fetched};
 use crate::pages::show_errors;
 
@@ -150,7 +151,17 @@ fn Database(detail: DatabaseDetail) -> impl IntoView {
                     <dt>"Asked for"</dt>
                     <dd class="mono" data-testid="database-published">{detail.published_version.clone().unwrap_or_else(|| "no DatabaseSchema".into())}</dd>
                     <dt>"Bound services"</dt><dd>{services}</dd>
+                    <dt>"Applied by Argo CD"</dt>
+                    <dd>
+                        {match &db.application {
+                            Some(app) => resource_application_line("Database", app, "database-application"),
+                            None => view! { <span class="muted" data-testid="no-database-application">"No Application applies this Database: Argo CD has not generated one for its file yet."</span> }.into_any(),
+                        }}
+                        {db.schema_application.as_ref().map(|app| resource_application_line("DatabaseSchema", app, "schema-application"))}
+                    </dd>
                 </dl>
+                {db.application.as_ref().and_then(|app| resource_application_problem(app, "database-application-problem"))}
+                {db.schema_application.as_ref().and_then(|app| resource_application_problem(app, "schema-application-problem"))}
             </header>
             <h2>"Migrations"</h2>
             {if detail.migrations.is_empty() {

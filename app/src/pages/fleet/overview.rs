@@ -1,6 +1,7 @@
 //! The Overview (`/`): the fleet as a services × environments matrix, filtered by what the URL says
 //! (`?q=&team=&env=&status=`) and ordered by name or by error budget left (`?sort=budget`), with fleet counts,
-//! each service's worst SLO and the recent-activity feed. Everything updates live.
+//! each service's worst SLO, a line on the platform's own Applications and the recent-activity feed.
+//! Everything updates live.
 
 use leptos::ev::KeyboardEvent;
 use leptos::html::Input;
@@ -20,6 +21,7 @@ use shared::time::{age_or_raw, since};
 use shared::{ApiError, ErrorCode};
 
 use crate::api;
+use crate::components::platform::{counts_in_words, standing_look, worst_standing};
 use crate::components::status::{chip, drift_chip, health_chip, problem_chip, sync_chip};
 use crate::live::LiveFleet;
 use crate::pages::show_errors;
@@ -129,6 +131,7 @@ pub fn Overview() -> impl IntoView {
                 </p>
             </div>
             <FleetStatus />
+            <PlatformLine />
             <UnreachableClusters />
             <div class="filters" role="search">
                 <label class="search">
@@ -437,6 +440,26 @@ fn FleetStatus() -> impl IntoView {
             {tile("schema check failed", StatusFilter::Problem(CellProblem::SchemaCheckFailed), Tone::Bad, |c| c.schema_check_failed)}
             <span class="muted small">{move || format!("of {} deployments", counts(|c| c.deployments))}</span>
         </nav>
+    }
+}
+
+/// The platform's own Applications in one line from the stream's counts, linking to the Platform page;
+/// waiting for a CRD is counted apart from failing. Nothing until the stream has reported them.
+#[component]
+fn PlatformLine() -> impl IntoView {
+    let live = expect_context::<LiveFleet>();
+    move || {
+        live.platform.get().map(|counts| {
+            let (tone, glyph, slug) = standing_look(worst_standing(&counts));
+            view! {
+                <p class=format!("platform-line small {}", tone.class()) data-standing=slug>
+                    <span class="glyph" aria-hidden="true">{glyph}" "</span>
+                    <a href="/platform" data-testid="overview-platform">
+                        {format!("Platform: {}", counts_in_words(&counts))}
+                    </a>
+                </p>
+            }
+        })
     }
 }
 

@@ -25,6 +25,7 @@ use crate::components::delivery::patch_pulls;
 use crate::components::dependency_graph::DependencyGraph;
 use crate::components::deployment_card::DeploymentCard;
 use crate::components::log_panel::LogPanel;
+use crate::components::platform::{resource_application_line, resource_application_problem};
 use crate::components::status::{
     drift_chip, health_chip, permission_reason, problem_chip, sync_chip, tone_chip,
 };
@@ -646,6 +647,10 @@ fn DatabaseRow(db: DatabaseView, hidden_reason: Option<shared::auth::Decision>) 
                 } else {
                     tone_chip(Tone::Bad, "Not available", Some("database-available"))
                 }}
+                {db.application.as_ref().map(|app| view! {
+                    {resource_application_line("Database", app, "database-application")}
+                    {resource_application_problem(app, "database-application-problem")}
+                })}
             </td>
             <td>
                 {format!("applied {applied} · newest in code {code} ")}
@@ -654,6 +659,10 @@ fn DatabaseRow(db: DatabaseView, hidden_reason: Option<shared::auth::Decision>) 
                 } else {
                     tone_chip(Tone::Warn, "Behind the code", Some("database-schema"))
                 }}
+                {db.schema_application.as_ref().map(|app| view! {
+                    {resource_application_line("DatabaseSchema", app, "schema-application")}
+                    {resource_application_problem(app, "schema-application-problem")}
+                })}
             </td>
             <td>
                 {db.bound_components.iter().map(|c| view! { <a href=format!("/services/{c}") class="chip">{c.clone()}</a> }).map(IntoAny::into_any).collect_view()}

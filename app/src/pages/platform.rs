@@ -1,10 +1,24 @@
-//! The platform's own configuration (`/config?section=&q=`): Argo CD's ApplicationSets with their generators
-//! and the Applications each generated, the clusters Tower reads and how their watches stand, and Tower's
-//! settings as loaded (a secret only says whether it is set). `section` narrows the page to one part, so each
-//! can be linked; `q` filters the settings by key.
+//! The Platform page (`/platform?section=&q=`): the platform as Argo CD runs it, and its configuration.
+//!
+//! - Components: every platform component (`infra/<component>/<cluster>.yaml`) on every cluster, with the
+//!   version the file asks for, sync and health, the file's last bump and links to the file and to the
+//!   Application; skew between clusters in words; Tower's own row says which version serves this page.
+//!   Above it, the platform's Applications counted by standing (waiting for a CRD apart from failing) and
+//!   the waiting ones with what they wait for ([`matrix`]).
+//! - Crossplane packages: the same matrix for `packages/<package>/<cluster>.yaml`.
+//! - ApplicationSets with their generators and the Applications each generated, the clusters Tower reads and
+//!   how their watches stand, and Tower's settings as loaded (a secret only says whether it is set).
+//!
+//! Without `section` the page shows every part, the Components first; `section` narrows it to one, so each
+//! can be linked. `q` filters the settings by key. `/config`, the page's old address, redirects here with its
+//! query.
 //!
 //! Its code is a separate wasm module, fetched the first time the page opens, so the Overview's first load
-//! does not carry it.
+//! does not carry it. Each of its two answers (`/platform`, `/config`) is read once a section showing it is
+//! first opened and kept while the visitor moves between sections; `/platform`'s is read again as the stream
+//! reports changes, the old one shown until the new one arrives.
+
+mod matrix;
 
 use leptos::html::Input;
 use leptos::prelude::*;
@@ -24,31 +38,35 @@ use crate::components::yaml_editor::yaml_block;
 use crate::live::{LiveFleet, browser_now, fetched};
 use crate::pages::show_errors;
 
-/// `/config`, fetched as its own wasm module on the first visit.
+/// `/platform`, fetched as its own wasm module on the first visit.
 #[derive(Debug)]
-pub struct PlatformConfigRoute;
+pub struct PlatformRoute;
 
 #[lazy_route]
-impl LazyRoute for PlatformConfigRoute {
+impl LazyRoute for PlatformRoute {
     fn data() -> Self {
         Self
     }
 
     fn view(_this: Self) -> AnyView {
-        view! { <PlatformConfigPage /> }.into_any()
+        view! { <PlatformPage /> }.into_any()
     }
 }
 
 /// One part of the page, as `?section=` names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Section {
+    Components,
+    Packages,
     ApplicationSets,
     Clusters,
     Settings,
 }
 
 impl Section {
-    const ALL: [Section; 3] = [
+    const ALL: [Section; 5] = [
+        Section::Components,
+        Section::Packages,
         Section::ApplicationSets,
         Section::Clusters,
         Section::Settings,
@@ -57,6 +75,8 @@ impl Section {
     /// Its name in the URL, which is also its element's id.
     fn slug(self) -> &'static str {
         match self {
+            Section::Components => "components",
+            Section::Packages => "packages",
             Section::ApplicationSets => "application-sets",
             Section::Clusters => "clusters",
             Section::Settings => "settings",
@@ -66,10 +86,17 @@ impl Section {
     /// Its heading.
     fn title(self) -> &'static str {
         match self {
+            Section::Components => "Components",
+            Section::Packages => "Crossplane packages",
             Section::ApplicationSets => "ApplicationSets",
             Section::Clusters => "Clusters",
             Section::Settings => "Tower's settings",
         }
+    }
+
+    /// Whether it shows `/platform`'s answer (else `/config`'s).
+    fn reads_platform(self) -> bool {
+        matches!(self, Section::Components | Section::Packages)
     }
 
     fn parse(slug: &str) -> Option<Self> {
@@ -77,7 +104,18 @@ impl Section {
     }
 }
 
-/// The page's address for a section (all of them when `None`) and a settings filter.
+/// What `?section=` shows: one section, or every one (`None`) without it or with a name this build does not
+/// know.
+fn shown_section(param: Option<&str>) -> Option<Section> {
+    param.and_then(Section::parse)
+}
+
+/// Whether `section` is on the page when `shown` is.
+fn shows(shown: Option<Section>, section: Section) -> bool {
+    shown.is_none_or(|only| only == section)
+}
+
+/// The page's address for a section (every one when `None`) and a settings filter.
 fn page_href(section: Option<Section>, q: &str) -> String {
     let mut pairs = Vec::new();
     if let Some(section) = section {
@@ -87,20 +125,47 @@ fn page_href(section: Option<Section>, q: &str) -> String {
         pairs.push(format!("q={}", encode_query_value(q)));
     }
     if pairs.is_empty() {
-        "/config".into()
+        "/platform".into()
     } else {
-        format!("/config?{}", pairs.join("&"))
+        format!("/platform?{}", pairs.join("&"))
     }
 }
 
-/// The whole page: the section picker, then the answer, read once per visit.
+/// True from the first time `wanted` is, and then for good: an answer once asked for is kept.
+fn once(wanted: impl Fn() -> bool + Send + Sync + 'static) -> Memo<bool> {
+    Memo::new(move |was: Option<&bool>| was.copied().unwrap_or(false) || wanted())
+}
+
+/// The whole page: the section picker, then the chosen sections, each half from its own answer.
 #[component]
-fn PlatformConfigPage() -> impl IntoView {
+fn PlatformPage() -> impl IntoView {
     let query = use_query_map();
-    let section =
-        Memo::new(move |_| query.with(|q| q.get("section").as_deref().and_then(Section::parse)));
+    let section = Memo::new(move |_| query.with(|q| shown_section(q.get("section").as_deref())));
     let q = Memo::new(move |_| query.with(|q| q.get("q").unwrap_or_default()));
-    let answer = fetched(move || async move { (api::get_platform_config().await, browser_now()) });
+    let shows_platform = Memo::new(move |_| {
+        let shown = section.get();
+        Section::ALL
+            .into_iter()
+            .any(|s| s.reads_platform() && shows(shown, s))
+    });
+    let shows_config = Memo::new(move |_| {
+        let shown = section.get();
+        Section::ALL
+            .into_iter()
+            .any(|s| !s.reads_platform() && shows(shown, s))
+    });
+    let platform = matrix::platform_answer(once(move || shows_platform.get()));
+    let config_on = once(move || shows_config.get());
+    let config = fetched(move || {
+        let on = config_on.get();
+        async move {
+            if on {
+                Some((api::get_platform_config().await, browser_now()))
+            } else {
+                None
+            }
+        }
+    });
 
     // `/` jumps to the settings filter, as it jumps to the search box on the Overview.
     let filter_box: NodeRef<Input> = NodeRef::new();
@@ -121,7 +186,11 @@ fn PlatformConfigPage() -> impl IntoView {
     });
     on_cleanup(move || shortcut.remove());
 
-    let picker_link = move |choice: Option<Section>, label: &'static str, testid: &'static str| {
+    let picker_link = move |choice: Option<Section>, label: &'static str| {
+        let testid = match choice {
+            Some(s) => format!("section-{}", s.slug()),
+            None => "section-all".to_string(),
+        };
         view! {
             <a
                 href=move || page_href(choice, &q.get())
@@ -135,35 +204,34 @@ fn PlatformConfigPage() -> impl IntoView {
     view! {
         <section class="page platform-config" data-testid="platform-config">
             <div class="page-head">
-                <h1>"Platform config"</h1>
-                <p class="counts">"What Argo CD generates and from where, the clusters Tower reads, and Tower's own settings."</p>
+                <h1>"Platform"</h1>
+                <p class="counts">"The platform as Argo CD runs it on every cluster, what Argo CD generates and from where, the clusters Tower reads, and Tower's own settings."</p>
             </div>
             <nav class="config-sections" aria-label="Sections" data-testid="config-sections">
-                {picker_link(None, "All", "section-all")}
-                {Section::ALL.into_iter().map(|s| picker_link(Some(s), s.title(), match s {
-                    Section::ApplicationSets => "section-application-sets",
-                    Section::Clusters => "section-clusters",
-                    Section::Settings => "section-settings",
-                })).collect_view()}
+                {picker_link(None, "All")}
+                {Section::ALL.into_iter().map(|s| picker_link(Some(s), s.title())).collect_view()}
             </nav>
-            <ErrorBoundary fallback=show_errors>
-                {move || match answer.get() {
-                    None => Ok(skeleton()),
-                    Some((Err(error), _)) => Err::<AnyView, ApiError>(error),
-                    Some((Ok(config), read_at)) => Ok(view! {
-                        <PlatformConfigView config read_at section q filter_box />
-                    }.into_any()),
-                }}
-            </ErrorBoundary>
+            {move || shows_platform.get().then(|| view! { <matrix::PlatformPart answer=platform section /> })}
+            {move || shows_config.get().then(|| view! {
+                <ErrorBoundary fallback=show_errors>
+                    {move || match config.get().flatten() {
+                        None => Ok(skeleton()),
+                        Some((Err(error), _)) => Err::<AnyView, ApiError>(error),
+                        Some((Ok(config), read_at)) => Ok(view! {
+                            <PlatformConfigView config read_at section q filter_box />
+                        }.into_any()),
+                    }}
+                </ErrorBoundary>
+            })}
         </section>
     }
 }
 
-/// Shaped like the page: a heading and a few rows per section.
+/// Shaped like the configuration's sections: a heading and a few rows each.
 fn skeleton() -> AnyView {
     view! {
         <div class="skeleton" role="status" aria-busy="true" aria-label="Loading the platform configuration" data-testid="loading">
-            {Section::ALL.into_iter().map(|_| view! {
+            {(0..3).map(|_| view! {
                 <div class="skeleton-row skeleton-title"></div>
                 <div class="skeleton-row"></div>
                 <div class="skeleton-row"></div>
@@ -173,7 +241,7 @@ fn skeleton() -> AnyView {
     .into_any()
 }
 
-/// The answer: when it was read, then the chosen sections (all of them without `?section=`).
+/// The configuration's answer: when it was read, then its chosen sections (all of them without `?section=`).
 #[component]
 fn PlatformConfigView(
     config: PlatformConfig,
@@ -187,7 +255,7 @@ fn PlatformConfigView(
     let about = move || {
         let age = live.now.with(|now| shared::time::age_or_raw(&read_at, now));
         format!(
-            "Read {age}. The clusters' states follow the live stream; open the page again for newer ApplicationSets and Applications."
+            "Configuration read {age}. The clusters' states follow the live stream; open the page again for newer ApplicationSets and Applications."
         )
     };
     view! {
@@ -196,13 +264,14 @@ fn PlatformConfigView(
             let only = section.get();
             Section::ALL
                 .into_iter()
-                .filter(|s| only.is_none_or(|only| only == *s))
+                .filter(|s| !s.reads_platform() && shows(only, *s))
                 .map(|s| match s {
                     Section::ApplicationSets => config.with_value(|c| application_sets_view(&c.application_sets)),
                     Section::Clusters => config.with_value(|c| view! { <ClustersView clusters=c.clusters.clone() /> }.into_any()),
                     Section::Settings => config.with_value(|c| view! {
                         <SettingsView settings=c.settings.clone() section q filter_box />
                     }.into_any()),
+                    Section::Components | Section::Packages => ().into_any(),
                 })
                 .collect_view()
         }}
@@ -767,19 +836,35 @@ mod tests {
 
     #[test]
     fn the_address_keeps_the_section_and_the_filter() {
-        assert_eq!(page_href(None, ""), "/config");
+        assert_eq!(page_href(None, ""), "/platform");
+        assert_eq!(
+            page_href(Some(Section::Components), ""),
+            "/platform?section=components"
+        );
         assert_eq!(
             page_href(Some(Section::Clusters), ""),
-            "/config?section=clusters"
+            "/platform?section=clusters"
         );
         assert_eq!(
             page_href(Some(Section::Settings), "github app"),
-            "/config?section=settings&q=github%20app"
+            "/platform?section=settings&q=github%20app"
         );
+        assert_eq!(page_href(None, "x"), "/platform?q=x");
         for section in Section::ALL {
             assert_eq!(Section::parse(section.slug()), Some(section));
+            assert_eq!(shown_section(Some(section.slug())), Some(section));
         }
         assert!(key_matches("github.app_private_key", "GITHUB.APP"));
         assert!(!key_matches("organisation", "github"));
+    }
+
+    #[test]
+    fn every_section_is_shown_unless_the_address_names_one() {
+        assert_eq!(shown_section(None), None);
+        assert_eq!(shown_section(Some("no-such-section")), None);
+        assert_eq!(shown_section(Some("packages")), Some(Section::Packages));
+        assert!(shows(None, Section::Settings));
+        assert!(shows(Some(Section::Packages), Section::Packages));
+        assert!(!shows(Some(Section::Packages), Section::Components));
     }
 }
