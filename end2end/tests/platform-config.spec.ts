@@ -25,8 +25,8 @@ async function loaded(page: Page) {
 
 test('a guest opens /config from the nav: ApplicationSets with their Applications, the clusters, the settings without secrets', async ({ page }) => {
   await signInAsGuest(page, '/');
-  await page.getByTestId('nav-config').click();
-  await expect(page).toHaveURL(/\/config$/);
+  await page.getByTestId('nav-platform').click();
+  await expect(page).toHaveURL(/\/platform$/);
   await loaded(page);
 
   // The catalog's set: its generators in words, the Applications it generated with their sync and health.
@@ -85,7 +85,7 @@ test('each section has its own address, and the settings filter lives in it', as
   await expect(page.getByTestId('section-clusters')).toHaveAttribute('aria-current', 'true');
 
   await page.getByTestId('section-settings').click();
-  await expect(page).toHaveURL(/\/config\?section=settings$/);
+  await expect(page).toHaveURL(/\/platform\?section=settings$/);
   await expect(page.getByTestId('config-settings')).toBeVisible();
   await expect(page.getByTestId('config-clusters')).toHaveCount(0);
 
@@ -94,7 +94,7 @@ test('each section has its own address, and the settings filter lives in it', as
   await page.keyboard.press('/');
   await expect(page.getByTestId('settings-filter')).toBeFocused();
   await page.keyboard.type('GitHub.');
-  await expect(page).toHaveURL(/\/config\?section=settings&q=GitHub\.$/);
+  await expect(page).toHaveURL(/\/platform\?section=settings&q=GitHub\.$/);
   const keys = await page.getByTestId('setting').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-key') ?? ''));
   expect(keys.length).toBeGreaterThan(1);
   for (const key of keys) expect(key).toMatch(/^github\./);
@@ -112,7 +112,7 @@ test('each section has its own address, and the settings filter lives in it', as
   await expect(page.getByTestId('settings')).toHaveCount(0);
 
   await page.getByTestId('section-all').click();
-  await expect(page).toHaveURL(/\/config\?q=no-such-key$/);
+  await expect(page).toHaveURL(/\/platform\?q=no-such-key$/);
   await expect(page.getByTestId('config-application-sets')).toBeVisible();
   await expect(page.getByTestId('config-clusters')).toBeVisible();
 });
@@ -149,8 +149,8 @@ test('an unreachable cluster says since when and why, and a set without Applicat
 test('the page shows a skeleton while it loads and says so when the load fails', async ({ page }) => {
   await signInAsGuest(page, '/');
   const release = await hold(page, CONFIG_API);
-  await page.getByTestId('nav-config').click();
-  await expect(page.getByTestId('platform-config').getByTestId('loading')).toBeVisible({ timeout: 15_000 });
+  await page.getByTestId('nav-platform').click();
+  await expect(page.getByTestId('platform-config').getByTestId('loading').first()).toBeVisible({ timeout: 15_000 });
   release();
   await expect(page.getByTestId('application-set').first()).toBeVisible({ timeout: 15_000 });
   await expect(page.getByTestId('loading')).toHaveCount(0);

@@ -300,14 +300,19 @@ const CHECKS: Record<string, State[]> = {
     { name: 'loading', who: 'guest', reach: async (page) => { await hold(page, '**/api/v1/databases/dev/catalog'); await page.goto('/databases/dev/catalog'); await visible(page, 'loading'); } },
     { name: 'error: no such database', who: 'guest', reach: async (page) => { await page.goto('/databases/prod/no-such-database'); await visible(page, 'error'); } },
   ],
-  '/config': [
-    { name: 'every section, guest', who: 'guest', reach: async (page) => { await page.goto('/config'); await visible(page, 'application-set'); await visible(page, 'cluster'); await visible(page, 'setting'); } },
+  '/platform': [
+    { name: 'every section, guest', who: 'guest', reach: async (page) => { await page.goto('/platform'); await visible(page, 'platform-matrix'); await visible(page, 'application-set'); await visible(page, 'cluster'); await visible(page, 'setting'); } },
+    { name: 'components only', who: 'guest', reach: async (page) => { await page.goto('/platform?section=components'); await visible(page, 'platform-matrix'); } },
     {
       name: 'settings filtered to nothing', who: 'guest',
-      reach: async (page) => { await page.goto('/config?section=settings&q=no-such-key'); await visible(page, 'no-matching-settings'); },
+      reach: async (page) => { await page.goto('/platform?section=settings&q=no-such-key'); await visible(page, 'no-matching-settings'); },
     },
-    { name: 'loading', who: 'guest', reach: async (page) => { await hold(page, '**/api/v1/config'); await page.goto('/config'); await visible(page, 'loading'); } },
-    { name: 'error', who: 'guest', reach: async (page) => { await failWith503(page, '**/api/v1/config'); await page.goto('/config'); await visible(page, 'error'); } },
+    { name: 'loading', who: 'guest', reach: async (page) => { await hold(page, '**/api/v1/platform'); await page.goto('/platform?section=components'); await visible(page, 'loading'); } },
+    { name: 'error', who: 'guest', reach: async (page) => { await failWith503(page, '**/api/v1/platform'); await page.goto('/platform?section=components'); await visible(page, 'error'); } },
+    { name: 'error in the configuration', who: 'guest', reach: async (page) => { await failWith503(page, '**/api/v1/config'); await page.goto('/platform?section=clusters'); await visible(page, 'error'); } },
+  ],
+  '/config': [
+    { name: 'the old address opens the Platform page', who: 'guest', reach: async (page) => { await page.goto('/config?section=clusters'); await expect(page).toHaveURL(/\/platform\?section=clusters$/); await visible(page, 'cluster'); } },
   ],
   '*': [
     { name: 'an unknown address', who: 'guest', reach: async (page) => { await page.goto('/no/such/page'); await visible(page, 'not-found'); } },
