@@ -6,6 +6,7 @@
 // app's CRDs before they converge.
 import { test, expect, type Locator, type Page } from '@playwright/test';
 import { spawn, type ChildProcess } from 'node:child_process';
+import * as path from 'node:path';
 import { assets, sandboxPort, towerBin, towerPort } from '../playwright.config';
 import { sandboxUrl, signInAsGuest } from './session';
 import { expectAccessible } from './axe';
@@ -74,6 +75,11 @@ test('/platform shows each component per cluster with the prod/dev skew marked',
   await expect(page.getByTestId('platform-counts')).toContainText(/healthy/i);
 
   await expectAccessible(page, '/platform');
+  if (process.env.TOWER_SCREENSHOTS) {
+    await page.goto('/platform?section=components');
+    await loaded(page);
+    await page.screenshot({ path: path.resolve(__dirname, '../../docs/platform.png') });
+  }
 
   // The old address still opens the same page.
   await page.goto('/config?section=clusters');
