@@ -11,7 +11,29 @@ pub mod platform;
 pub mod session;
 pub mod slo;
 
+use leptos::html::Input;
 use leptos::prelude::*;
+
+/// `/` jumps to `input` from anywhere on the page, as on GitHub, unless the user is typing in a field; the
+/// listener goes with the page.
+pub fn focus_on_slash(input: NodeRef<Input>) {
+    let shortcut = window_event_listener(leptos::ev::keydown, move |event| {
+        let typing = event
+            .target()
+            .and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlElement>(t).ok())
+            .is_some_and(|element| {
+                matches!(element.tag_name().as_str(), "INPUT" | "SELECT" | "TEXTAREA")
+            });
+        if event.key() == "/"
+            && !typing
+            && let Some(input) = input.get()
+        {
+            event.prevent_default();
+            let _ = input.focus();
+        }
+    });
+    on_cleanup(move || shortcut.remove());
+}
 
 /// One failed load, in words, where an `ErrorBoundary` would be more machinery than the spot needs.
 pub fn show_error(error: &shared::ApiError) -> AnyView {

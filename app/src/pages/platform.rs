@@ -169,22 +169,7 @@ fn PlatformPage() -> impl IntoView {
 
     // `/` jumps to the settings filter, as it jumps to the search box on the Overview.
     let filter_box: NodeRef<Input> = NodeRef::new();
-    let shortcut = window_event_listener(leptos::ev::keydown, move |event| {
-        let typing = event
-            .target()
-            .and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlElement>(t).ok())
-            .is_some_and(|element| {
-                matches!(element.tag_name().as_str(), "INPUT" | "SELECT" | "TEXTAREA")
-            });
-        if event.key() == "/"
-            && !typing
-            && let Some(input) = filter_box.get()
-        {
-            event.prevent_default();
-            let _ = input.focus();
-        }
-    });
-    on_cleanup(move || shortcut.remove());
+    crate::pages::focus_on_slash(filter_box);
 
     let picker_link = move |choice: Option<Section>, label: &'static str| {
         let testid = match choice {

@@ -401,14 +401,7 @@ pub(crate) fn planned_head(
             files.extend(derived_release_files(plan, environment, commit)?);
             if plan.database {
                 let migrations = platform::applied_migrations(plan, environment, histories);
-                files.insert(
-                    platform::database_path(plan.name, environment),
-                    yaml(&platform::database(plan, environment))?.into_bytes(),
-                );
-                files.insert(
-                    platform::schema_path(plan.name, environment),
-                    yaml(&platform::database_schema(plan, environment, &migrations))?.into_bytes(),
-                );
+                files.extend(database_files(plan, environment, &migrations)?);
                 files.extend(derived_schema_file(plan, environment, &migrations)?);
             }
         }
@@ -519,14 +512,7 @@ fn service_events(
             } else {
                 scaffold.migrations.clone()
             };
-            files.insert(
-                platform::database_path(plan.name, environment),
-                yaml(&platform::database(plan, environment))?.into_bytes(),
-            );
-            files.insert(
-                platform::schema_path(plan.name, environment),
-                yaml(&platform::database_schema(plan, environment, &migrations))?.into_bytes(),
-            );
+            files.extend(database_files(plan, environment, &migrations)?);
             schema.insert(environment, migrations);
         }
     }
@@ -750,6 +736,25 @@ pub(crate) fn derived_release_files(
         ),
     ]
     .into())
+}
+
+/// The intent files of `plan`'s database in `environment`: its Database and its DatabaseSchema publishing
+/// `migrations`.
+fn database_files(
+    plan: &ServicePlan,
+    environment: &str,
+    migrations: &[String],
+) -> Result<[(String, Vec<u8>); 2]> {
+    Ok([
+        (
+            platform::database_path(plan.name, environment),
+            yaml(&platform::database(plan, environment))?.into_bytes(),
+        ),
+        (
+            platform::schema_path(plan.name, environment),
+            yaml(&platform::database_schema(plan, environment, migrations))?.into_bytes(),
+        ),
+    ])
 }
 
 pub(crate) fn derived_schema_file(

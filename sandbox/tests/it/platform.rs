@@ -308,73 +308,6 @@ async fn with_two_prod_clusters_each_gets_its_own_component_and_package_applicat
     assert!(app(&sandbox, "infra-metrics-stack-prod").is_null());
 }
 
-/// Opens and merges one pull request writing `files` to `application-repositories`, as Tower's GitHub App
-/// would, through the forge's git data API.
-async fn merge_files(sandbox: &Sandbox, files: &[(String, String)], title: &str, branch: &str) {
-    use octocrab::models::{AppId, InstallationId};
-    use octocrab::params::repos::Reference;
-    let (app_id, pem) = sandbox::forge::Forge::demo_app();
-    let octo = octocrab::Octocrab::builder()
-        .base_uri(format!("{}/github/", sandbox.url()))
-        .unwrap()
-        .app(
-            AppId(app_id),
-            jsonwebtoken::EncodingKey::from_rsa_pem(pem.as_bytes()).unwrap(),
-        )
-        .build()
-        .unwrap()
-        .installation(InstallationId(sandbox::forge::DEMO_INSTALLATION_ID))
-        .unwrap();
-    let repo = octo.repos("acme", GITOPS_REPOSITORY);
-    let main = repo
-        .get_ref(&Reference::Branch("main".into()))
-        .await
-        .unwrap();
-    let octocrab::models::repos::Object::Commit { sha: main_sha, .. } = main.object else {
-        panic!("main is not a commit");
-    };
-    let base = repo.get_commit(&main_sha).await.unwrap();
-    let mut entries = Vec::new();
-    for (path, content) in files {
-        let blob = repo
-            .create_blob(content.as_str())
-            .encoding("utf-8")
-            .send()
-            .await
-            .unwrap();
-        entries.push(
-            octocrab::models::git::CreateTreeEntry::new(path, "100644", "blob").with_sha(&blob.sha),
-        );
-    }
-    let tree = repo
-        .create_tree(entries)
-        .base_tree(&base.tree.sha)
-        .send()
-        .await
-        .unwrap();
-    let commit = octo
-        .git("acme", GITOPS_REPOSITORY)
-        .create_commit(title, &tree.sha)
-        .parents(vec![main_sha])
-        .send()
-        .await
-        .unwrap();
-    repo.create_ref(&Reference::Branch(branch.into()), &commit.sha)
-        .await
-        .unwrap();
-    let pull = octo
-        .pulls("acme", GITOPS_REPOSITORY)
-        .create(title, branch, "main")
-        .send()
-        .await
-        .unwrap();
-    sandbox
-        .forge()
-        .merge(GITOPS_REPOSITORY, pull.number, "grace")
-        .await
-        .unwrap();
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_onboarding_adds_the_applications_its_files_generate_and_no_others() {
     let sandbox = start(1, Simulate::Manual, None).await;
@@ -432,7 +365,7 @@ async fn an_onboarding_adds_the_applications_its_files_generate_and_no_others() 
             serde_saphyr::to_string(&release).unwrap(),
         ));
     }
-    merge_files(
+    crate::simulator::merge_files(
         &sandbox,
         &files,
         &format!("Onboard {service}"),

@@ -45,6 +45,24 @@ pub(crate) async fn merge_change(
     title: &str,
     branch: &str,
 ) {
+    let changed = merge_files(
+        sandbox,
+        &[(path.to_string(), content.to_string())],
+        title,
+        branch,
+    )
+    .await;
+    assert_eq!(changed, [path]);
+}
+
+/// Opens one pull request on `application-repositories` writing each of `files` (path, content), as Tower's
+/// GitHub App does through the forge's git data API, merges it as grace, and answers the files it changed.
+pub(crate) async fn merge_files(
+    sandbox: &Sandbox,
+    files: &[(String, String)],
+    title: &str,
+    branch: &str,
+) -> Vec<String> {
     let octo = installation(sandbox);
     let repo = octo.repos("acme", GITOPS_REPOSITORY);
     let main = repo
@@ -55,16 +73,20 @@ pub(crate) async fn merge_change(
         panic!("main is not a commit");
     };
     let base = repo.get_commit(&main_sha).await.unwrap();
-    let blob = repo
-        .create_blob(content)
-        .encoding("utf-8")
-        .send()
-        .await
-        .unwrap();
-    let tree = repo
-        .create_tree(vec![
+    let mut entries = Vec::new();
+    for (path, content) in files {
+        let blob = repo
+            .create_blob(content.as_str())
+            .encoding("utf-8")
+            .send()
+            .await
+            .unwrap();
+        entries.push(
             octocrab::models::git::CreateTreeEntry::new(path, "100644", "blob").with_sha(&blob.sha),
-        ])
+        );
+    }
+    let tree = repo
+        .create_tree(entries)
         .base_tree(&base.tree.sha)
         .send()
         .await
@@ -85,12 +107,12 @@ pub(crate) async fn merge_change(
         .send()
         .await
         .unwrap();
-    let event = sandbox
+    sandbox
         .forge()
         .merge(GITOPS_REPOSITORY, pull.number, "grace")
         .await
-        .unwrap();
-    assert_eq!(event.files_changed, [path]);
+        .unwrap()
+        .files_changed
 }
 
 fn get(sandbox: &Sandbox, cluster: &str, kind: (&str, &str), ns: &str, name: &str) -> Value {

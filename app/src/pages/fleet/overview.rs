@@ -3,7 +3,6 @@
 //! each service's worst SLO, a line on the platform's own Applications and the recent-activity feed.
 //! Everything updates live.
 
-use leptos::ev::KeyboardEvent;
 use leptos::html::Input;
 use leptos::prelude::*;
 use leptos_router::NavigateOptions;
@@ -61,22 +60,7 @@ pub fn Overview() -> impl IntoView {
 
     // `/` jumps to the search box from anywhere on the page, as on GitHub.
     let search_box: NodeRef<Input> = NodeRef::new();
-    let shortcut = window_event_listener(leptos::ev::keydown, move |event: KeyboardEvent| {
-        let typing = event
-            .target()
-            .and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlElement>(t).ok())
-            .is_some_and(|element| {
-                matches!(element.tag_name().as_str(), "INPUT" | "SELECT" | "TEXTAREA")
-            });
-        if event.key() == "/"
-            && !typing
-            && let Some(input) = search_box.get()
-        {
-            event.prevent_default();
-            let _ = input.focus();
-        }
-    });
-    on_cleanup(move || shortcut.remove());
+    crate::pages::focus_on_slash(search_box);
 
     let all_teams = Memo::new(move |_| live.fleet.with(|f| teams(f.services())));
     let all_envs = Memo::new(move |_| live.fleet.with(|f| environments(f.services())));
