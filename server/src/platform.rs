@@ -8,13 +8,13 @@
 //! messages ([`shared::platform::missing_kind`]) and finds which Application on the same cluster lists the
 //! CRD among its resources ([`Installers`]).
 //!
-//! The last bump of each component's file is read from git when the Platform page is asked for, once per
-//! commit of main (the answers are cached by main's head), like the Config tab reads git when it opens.
+//! The last bump of each component's file is read from git when the Platform page is asked for, through the
+//! release records' caches (by main's head, which a push webhook moves), so page views between two commits of
+//! main cost no forge call.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use futures::StreamExt;
 use kube::api::DynamicObject;
 use serde_json::Value;
 use shared::platform::{
@@ -23,15 +23,13 @@ use shared::platform::{
     StandingCounts, VERSION_ANNOTATION, Waiting, crd_defines, missing_kind, skew,
 };
 
+use crate::delivery::releases::ReleaseHistory;
 use crate::fleet::cards::application_view;
-use crate::upstream::github::GithubApp;
 
 /// The cluster name Argo CD's in-cluster destination stands for: where Argo CD itself runs.
 const IN_CLUSTER: &str = "https://kubernetes.default.svc";
 /// The management cluster's name, for Applications deploying in-cluster without a cluster label.
 const MANAGEMENT: &str = "management";
-/// Forge reads at once when the last bumps are read again.
-const CONCURRENT_READS: usize = 8;
 
 fn label<'a>(app: &'a DynamicObject, key: &str) -> Option<&'a str> {
     app.metadata.labels.as_ref()?.get(key).map(String::as_str)
@@ -310,93 +308,45 @@ pub fn platform_view(
     }
 }
 
-/// Main's head and, for each component file read at it, its newest commit.
-type BumpsAt = Option<(String, HashMap<String, Option<Bump>>)>;
-
-/// The newest commit touching each component file, cached by main's head: a new commit on main reads them
-/// again, any number of page views in between cost one read of main.
-#[derive(Clone, Default)]
-pub struct Bumps {
-    cache: Arc<Mutex<BumpsAt>>,
-}
-
-impl Bumps {
-    /// Fills in each cell's last bump and file link from `repository` on the forge. A failed read leaves
-    /// the cells without one (logged): the matrix is the watch caches' and stands without git.
-    pub async fn fill(&self, view: &mut PlatformView, github: &GithubApp, repository: &str) {
-        let head = match github.branch_sha(repository, "main").await {
-            Ok(Some(head)) => head,
-            Ok(None) => return,
-            Err(error) => {
-                tracing::warn!(%error, "reading main of the GitOps repository failed; no last bumps");
-                return;
-            }
-        };
-        let files: Vec<String> = view
-            .components
-            .iter()
-            .chain(&view.packages)
-            .flat_map(|row| row.cells.iter().flatten().map(|cell| cell.file.clone()))
-            .collect();
-        let known: HashMap<String, Option<Bump>> = self
-            .lock()
-            .as_ref()
-            .filter(|(cached_head, _)| *cached_head == head)
-            .map(|(_, bumps)| bumps.clone())
-            .unwrap_or_default();
-        let missing: Vec<String> = files
-            .iter()
-            .filter(|file| !known.contains_key(*file))
-            .cloned()
-            .collect();
-        let read: Vec<(String, Option<Bump>)> = futures::stream::iter(missing)
-            .map(|file| {
-                let head = head.clone();
-                async move {
-                    let bump = match github.commits_touching(repository, &file, &head, 1, 1).await {
-                        Ok(commits) => commits.first().map(|c| {
-                            let view = c.view();
-                            Bump {
-                                commit: c.sha.clone(),
-                                author: view.author,
-                                at: view.at,
-                                message: view.message,
-                                url: c.html_url.clone(),
-                            }
-                        }),
-                        Err(error) => {
-                            tracing::warn!(%error, %file, "reading a component file's history failed");
-                            None
-                        }
-                    };
-                    (file, bump)
-                }
-            })
-            .buffer_unordered(CONCURRENT_READS)
-            .collect()
-            .await;
-        let mut bumps = known;
-        bumps.extend(read);
-        for cell in view
-            .components
-            .iter_mut()
-            .chain(view.packages.iter_mut())
-            .flat_map(|row| row.cells.iter_mut().flatten())
-        {
-            cell.last_bump = bumps.get(&cell.file).cloned().flatten();
-            // GitHub's file page is the commit's page with `blob` for `commit` and the path after the SHA.
-            cell.file_url = cell.last_bump.as_ref().and_then(|bump| {
-                let (base, _) = bump.url.as_deref()?.rsplit_once("/commit/")?;
-                Some(format!("{base}/blob/{head}/{}", cell.file))
-            });
+/// Fills in each cell's last bump and file link from the newest commits of its file, as
+/// [`ReleaseHistory::newest_commits`] reads them (cached by main's head, which a push webhook moves). A
+/// failed read leaves the cells without one (logged): the matrix is the watch caches' and stands without git.
+pub async fn fill_bumps(view: &mut PlatformView, history: &ReleaseHistory) {
+    let files: Vec<String> = view
+        .components
+        .iter()
+        .chain(&view.packages)
+        .flat_map(|row| row.cells.iter().flatten().map(|cell| cell.file.clone()))
+        .collect();
+    let newest = match history.newest_commits(&files).await {
+        Ok(newest) => newest,
+        Err(error) => {
+            tracing::warn!(%error, "reading the component files' history failed; no last bumps");
+            return;
         }
-        *self.lock() = Some((head, bumps));
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, BumpsAt> {
-        self.cache
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    };
+    for cell in view
+        .components
+        .iter_mut()
+        .chain(view.packages.iter_mut())
+        .flat_map(|row| row.cells.iter_mut().flatten())
+    {
+        let Some(commit) = newest.get(&cell.file).cloned().flatten() else {
+            continue;
+        };
+        let summary = commit.view();
+        // GitHub's file page is the commit's page with `blob` for `commit` and the path after the SHA.
+        cell.file_url = commit.html_url.as_deref().and_then(|url| {
+            let (base, _) = url.rsplit_once("/commit/")?;
+            Some(format!("{base}/blob/{}/{}", commit.sha, cell.file))
+        });
+        cell.last_bump = Some(Bump {
+            commit: commit.sha.clone(),
+            author: summary.author,
+            at: summary.at,
+            message: summary.message,
+            url: commit.html_url.clone(),
+        });
     }
 }
 

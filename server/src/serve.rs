@@ -411,7 +411,6 @@ async fn build(
         log_history,
         delivery,
         pipelines,
-        platform_bumps: crate::platform::Bumps::default(),
         platform_settings: std::sync::Arc::new(crate::config_view::PlatformSettings::from_config(
             config,
         )),

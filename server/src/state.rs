@@ -45,6 +45,4 @@ pub struct AppState {
     pub platform_settings: std::sync::Arc<crate::config_view::PlatformSettings>,
     /// CI's Tekton runs in watch caches, and the client of the cluster they run on for their steps' logs.
     pub pipelines: crate::pipelines::Pipelines,
-    /// The Platform page's last bumps, read from git once per commit of main.
-    pub platform_bumps: crate::platform::Bumps,
 }

@@ -130,6 +130,23 @@ fn expected(
     names
 }
 
+/// The Applications `set`'s status lists as its own.
+fn listed(sandbox: &Sandbox, set: &str) -> Vec<Value> {
+    sandbox
+        .cluster("management")
+        .unwrap()
+        .get(
+            "argoproj.io/v1alpha1",
+            "ApplicationSet",
+            Some("argocd"),
+            set,
+        )
+        .unwrap()["status"]["resources"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
 /// The Applications whose owner reference names `set`, by name.
 fn owned(sandbox: &Sandbox, set: &str) -> BTreeMap<String, Value> {
     sandbox
@@ -173,18 +190,7 @@ fn assert_generated_from_main(sandbox: &Sandbox) {
         let made: BTreeSet<String> = apps.keys().cloned().collect();
         assert!(!wanted.is_empty(), "{set} generates nothing");
         assert_eq!(made, wanted, "{set}");
-        let listed: BTreeSet<String> = sandbox
-            .cluster("management")
-            .unwrap()
-            .get(
-                "argoproj.io/v1alpha1",
-                "ApplicationSet",
-                Some("argocd"),
-                set,
-            )
-            .unwrap()["status"]["resources"]
-            .as_array()
-            .unwrap()
+        let listed: BTreeSet<String> = listed(sandbox, set)
             .iter()
             .map(|r| text(r, "/name").to_owned())
             .collect();
@@ -606,20 +612,8 @@ async fn an_application_made_out_of_sync_stays_so_until_someone_syncs_it() {
     let drifted = app(&sandbox, "release-payments-prod");
     assert_eq!(text(&drifted, "/status/sync/status"), "OutOfSync");
     assert_eq!(text(&drifted, "/status/resources/0/status"), "OutOfSync");
-    let listed = sandbox
-        .cluster("management")
-        .unwrap()
-        .get(
-            "argoproj.io/v1alpha1",
-            "ApplicationSet",
-            Some("argocd"),
-            "taskapp-platform",
-        )
-        .unwrap();
-    let entry = listed["status"]["resources"]
-        .as_array()
-        .unwrap()
-        .iter()
+    let entry = listed(&sandbox, "taskapp-platform")
+        .into_iter()
         .find(|r| r["name"] == "release-payments-prod")
         .unwrap();
     assert_eq!(entry["status"], "OutOfSync");

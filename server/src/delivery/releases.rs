@@ -357,6 +357,26 @@ impl ReleaseHistory {
             .collect())
     }
 
+    /// The newest commit on main that changed each of `paths` (`None` for a path no commit touched), from the
+    /// same caches as the release records: while main stays where it was, it costs no forge call.
+    pub async fn newest_commits(
+        &self,
+        paths: &[String],
+    ) -> Result<HashMap<String, Option<CommitSummary>>> {
+        let mut caches = self.caches.lock().await;
+        let head = self.head(&mut caches).await?;
+        let mut newest = HashMap::new();
+        for path in paths {
+            self.refresh(&mut caches, path, &head).await?;
+            let commit = caches
+                .paths
+                .get(path)
+                .and_then(|h| h.commits.first().cloned());
+            newest.insert(path.clone(), commit);
+        }
+        Ok(newest)
+    }
+
     /// Page of records for `service` (every service when `None`) in `environment`, after `cursor` (a
     /// record's sha) when given.
     pub async fn page(

@@ -33,10 +33,7 @@ async fn get_platform(State(state): State<AppState>) -> Result<Json<PlatformView
         .collect();
     let mut view = state.fleet.platform_view(&clusters);
     if let Some(delivery) = &state.delivery {
-        state
-            .platform_bumps
-            .fill(&mut view, delivery.github(), &delivery.repository())
-            .await;
+        crate::platform::fill_bumps(&mut view, delivery.releases()).await;
     }
     Ok(Json(view))
 }
