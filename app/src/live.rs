@@ -37,6 +37,8 @@ const PULL_UPDATES_KEPT: usize = 200;
 
 /// How often ages ("2 min ago") are recomputed.
 const CLOCK_TICK: Duration = Duration::from_secs(15);
+/// How often the service list is asked again while Tower is still loading the fleet.
+const LOAD_RETRY: Duration = Duration::from_secs(1);
 
 /// One event of the stream as the first load reads it.
 #[derive(Debug, Clone, PartialEq)]
@@ -130,6 +132,8 @@ pub struct LiveFleet {
     pub fleet: RwSignal<Fleet>,
     /// `None` while the first load is under way; then whether it worked.
     pub loaded: RwSignal<Option<Result<(), ApiError>>>,
+    /// While Tower is still building its first picture of the fleet, how far it has got, in its words.
+    pub progress: RwSignal<Option<String>>,
     /// Whether the event stream is connected right now.
     pub connected: RwSignal<bool>,
     /// Every cluster's connection, from the snapshot and then `source_changed`.
@@ -333,6 +337,7 @@ impl LiveFleet {
         let live = Self {
             fleet: RwSignal::new(Fleet::default()),
             loaded: RwSignal::new(None),
+            progress: RwSignal::new(None),
             connected: RwSignal::new(false),
             sources: RwSignal::new(Vec::new()),
             activity: RwSignal::new(Vec::new()),
@@ -345,22 +350,7 @@ impl LiveFleet {
             resyncs: RwSignal::new(0),
             now: RwSignal::new(browser_now()),
         };
-        spawn_local(async move {
-            match calls::list_services().await {
-                Ok(services) => {
-                    // A snapshot from the stream may have landed first; it is at least as new.
-                    if live.loaded.get_untracked().is_none() {
-                        live.fleet.set(Fleet::from_services(services));
-                    }
-                    live.loaded.set(Some(Ok(())));
-                }
-                Err(error) => {
-                    if live.loaded.get_untracked().is_none() {
-                        live.loaded.set(Some(Err(error)));
-                    }
-                }
-            }
-        });
+        live.load();
         if let Ok(tick) = set_interval_with_handle(
             move || {
                 live.now.try_set(browser_now());
@@ -371,6 +361,30 @@ impl LiveFleet {
         }
         live.listen();
         live
+    }
+
+    /// Loads the service list. A Tower that has just started answers 503 with how far its first picture has
+    /// got ("Loading the fleet: 6,200 of 10,000 services loaded."): that is shown as progress and asked
+    /// again every second, until the list or the stream's snapshot arrives.
+    fn load(self) {
+        spawn_local(async move {
+            let answer = calls::list_services().await;
+            // A snapshot from the stream may have landed first; it is at least as new.
+            if self.loaded.get_untracked().is_some() {
+                return;
+            }
+            match answer {
+                Ok(services) => {
+                    self.fleet.set(Fleet::from_services(services));
+                    self.loaded.set(Some(Ok(())));
+                }
+                Err(error) if shared::fleet::is_loading(&error) => {
+                    self.progress.set(Some(error.message));
+                    set_timeout(move || self.load(), LOAD_RETRY);
+                }
+                Err(error) => self.loaded.set(Some(Err(error))),
+            }
+        });
     }
 
     /// Applies every delta from [`api::Events`]. The browser reconnects by itself after a drop, and the

@@ -796,17 +796,84 @@ impl FleetEvent {
     }
 }
 
-/// The fleet as a client holds it: services by name, kept current by applying [`FleetEvent`]s.
+/// How a 503 from a Tower still building its first picture of the fleet begins (see [`loading_message`]).
+const LOADING: &str = "Loading the fleet: ";
+
+/// What a Tower that has just started answers for the service list until its first picture is complete:
+/// how many services are in (of how many Components there are), or that it is still listing them.
+pub fn loading_message(progress: Option<(usize, usize)>) -> String {
+    match progress {
+        Some((loaded, total)) => format!(
+            "{LOADING}{} of {} services loaded.",
+            group_thousands(loaded),
+            group_thousands(total)
+        ),
+        None => format!("{LOADING}listing services."),
+    }
+}
+
+/// Whether `error` is a Tower still loading the fleet ([`loading_message`]) rather than one that failed.
+pub fn is_loading(error: &crate::ApiError) -> bool {
+    error.code == crate::ErrorCode::Unavailable && error.message.starts_with(LOADING)
+}
+
+/// `6200` as `6,200`.
+fn group_thousands(number: usize) -> String {
+    let digits = number.to_string();
+    let mut grouped = String::with_capacity(digits.len() + digits.len() / 3);
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index).is_multiple_of(3) {
+            grouped.push(',');
+        }
+        grouped.push(digit);
+    }
+    grouped
+}
+
+/// The fleet as a client holds it: services by name, kept current by applying [`FleetEvent`]s, each with
+/// the text a search looks in, lowercased once when the service arrives rather than on every keystroke (at
+/// ten thousand services, lowercasing them all per keystroke is what a search would spend its time on).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Fleet {
-    services: BTreeMap<String, ServiceSummary>,
+    services: BTreeMap<String, Listed>,
+}
+
+/// A service and its search text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Listed {
+    summary: ServiceSummary,
+    /// Name, owner and description, lowercased, apart so that no match spans two of them.
+    search_text: String,
+}
+
+impl Listed {
+    fn new(summary: ServiceSummary) -> Self {
+        let search_text = format!(
+            "{}\n{}\n{}",
+            summary.name, summary.owner, summary.description
+        )
+        .to_lowercase();
+        Self {
+            summary,
+            search_text,
+        }
+    }
+}
+
+/// What a search looks for: `query` trimmed and lowercased, `None` when that leaves nothing.
+pub fn search_needle(query: &str) -> Option<String> {
+    let needle = query.trim().to_lowercase();
+    (!needle.is_empty()).then_some(needle)
 }
 
 impl Fleet {
     /// A fleet holding exactly `services`.
     pub fn from_services(services: impl IntoIterator<Item = ServiceSummary>) -> Self {
         Self {
-            services: services.into_iter().map(|s| (s.name.clone(), s)).collect(),
+            services: services
+                .into_iter()
+                .map(|s| (s.name.clone(), Listed::new(s)))
+                .collect(),
         }
     }
 
@@ -815,7 +882,8 @@ impl Fleet {
         match event {
             FleetEvent::Snapshot { services, .. } => *self = Self::from_services(services),
             FleetEvent::ServiceUpserted { service } => {
-                self.services.insert(service.name.clone(), service);
+                self.services
+                    .insert(service.name.clone(), Listed::new(service));
             }
             FleetEvent::ServiceRemoved { name } => {
                 self.services.remove(&name);
@@ -834,12 +902,19 @@ impl Fleet {
 
     /// Services in name order.
     pub fn services(&self) -> impl Iterator<Item = &ServiceSummary> {
-        self.services.values()
+        self.services.values().map(|listed| &listed.summary)
+    }
+
+    /// Services in name order, each with its lowercased search text (see [`search_needle`]).
+    pub fn searchable(&self) -> impl Iterator<Item = (&ServiceSummary, &str)> {
+        self.services
+            .values()
+            .map(|listed| (&listed.summary, listed.search_text.as_str()))
     }
 
     /// One service by name.
     pub fn service(&self, name: &str) -> Option<&ServiceSummary> {
-        self.services.get(name)
+        self.services.get(name).map(|listed| &listed.summary)
     }
 
     /// How many services there are.
@@ -849,8 +924,7 @@ impl Fleet {
 
     /// How many distinct teams own the services.
     pub fn team_count(&self) -> usize {
-        self.services
-            .values()
+        self.services()
             .map(|s| s.owner.as_str())
             .collect::<std::collections::BTreeSet<_>>()
             .len()
@@ -862,20 +936,73 @@ impl Fleet {
     }
 
     /// Services whose name, owner or description contains `query` (case-insensitive), in name order.
-    pub fn search<'a>(&'a self, query: &'a str) -> impl Iterator<Item = &'a ServiceSummary> + 'a {
-        let needle = query.trim().to_lowercase();
-        self.services().filter(move |s| {
-            needle.is_empty()
-                || s.name.to_lowercase().contains(&needle)
-                || s.owner.to_lowercase().contains(&needle)
-                || s.description.to_lowercase().contains(&needle)
-        })
+    pub fn search<'a>(&'a self, query: &str) -> impl Iterator<Item = &'a ServiceSummary> + 'a {
+        let needle = search_needle(query);
+        self.searchable()
+            .filter(move |(_, text)| needle.as_deref().is_none_or(|n| text.contains(n)))
+            .map(|(summary, _)| summary)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_starting_tower_says_how_far_its_first_picture_has_got() {
+        assert_eq!(
+            loading_message(Some((6_200, 10_000))),
+            "Loading the fleet: 6,200 of 10,000 services loaded."
+        );
+        assert_eq!(
+            loading_message(Some((0, 999))),
+            "Loading the fleet: 0 of 999 services loaded."
+        );
+        assert_eq!(
+            loading_message(Some((1_234_567, 1_000_000_000))),
+            "Loading the fleet: 1,234,567 of 1,000,000,000 services loaded."
+        );
+        assert_eq!(
+            loading_message(None),
+            "Loading the fleet: listing services."
+        );
+        let starting = crate::ApiError::new(crate::ErrorCode::Unavailable, loading_message(None));
+        assert!(is_loading(&starting));
+        let down = crate::ApiError::new(
+            crate::ErrorCode::Unavailable,
+            "Tower could not be reached (network).",
+        );
+        assert!(
+            !is_loading(&down),
+            "a Tower that cannot be reached is an error, not progress"
+        );
+    }
+
+    #[test]
+    fn search_looks_in_name_owner_and_description_and_follows_changes() {
+        let mut fleet =
+            Fleet::from_services([service("payments", "Payments"), service("cart", "shop")]);
+        let hits =
+            |fleet: &Fleet, q: &str| fleet.search(q).map(|s| s.name.clone()).collect::<Vec<_>>();
+        assert_eq!(hits(&fleet, "SHOP"), ["cart"], "owner, case-insensitive");
+        assert_eq!(hits(&fleet, "  pay "), ["payments"], "trimmed");
+        assert!(
+            hits(&fleet, "cartshop").is_empty(),
+            "no match spans two fields"
+        );
+        let mut renamed = service("cart", "checkout-team");
+        renamed.description = "Basket and totals".into();
+        fleet.apply(FleetEvent::ServiceUpserted { service: renamed });
+        assert!(
+            hits(&fleet, "shop").is_empty(),
+            "the old owner is no longer found"
+        );
+        assert_eq!(hits(&fleet, "basket"), ["cart"], "the new description is");
+        fleet.apply(FleetEvent::ServiceRemoved {
+            name: "cart".into(),
+        });
+        assert!(hits(&fleet, "basket").is_empty());
+    }
 
     fn service(name: &str, owner: &str) -> ServiceSummary {
         fixtures::service(name, owner, vec![])

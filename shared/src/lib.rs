@@ -15,6 +15,7 @@ pub mod metrics;
 pub mod pipelines;
 pub mod platform;
 pub mod random;
+pub mod rows;
 pub mod session;
 pub mod slo;
 pub mod status;

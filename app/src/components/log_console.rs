@@ -20,9 +20,10 @@ use leptos::task::spawn_local;
 use shared::api::LOG_END_EVENT;
 use shared::pipelines::console::{
     Color, LogBuffer, RowIndex, SearchResult, ansi_segments, line_anchor, mark_segments,
-    next_match, previous_match, scroll_top_for_line, visible_window,
+    next_match, previous_match, scroll_top_for_line,
 };
 use shared::pipelines::{LOG_CHUNK_EVENT, LogChunk};
+use shared::rows::visible_window;
 use wasm_bindgen::JsCast as _;
 use wasm_bindgen::prelude::Closure;
 

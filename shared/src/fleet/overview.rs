@@ -6,7 +6,8 @@
 use std::collections::BTreeSet;
 
 use crate::fleet::{
-    ActivityItem, CatalogState, CellProblem, EnvironmentCell, Health, ServiceSummary, SyncStatus,
+    ActivityItem, CatalogState, CellProblem, EnvironmentCell, Fleet, Health, ServiceSummary,
+    SyncStatus, search_needle,
 };
 use crate::slo::{SloSummary, budget_order};
 use crate::status::{Tone, cell_tone};
@@ -271,48 +272,57 @@ impl OverviewFilter {
             .filter(move |cell| self.env.as_ref().is_none_or(|env| &cell.environment == env))
     }
 
-    /// Whether `service`'s name, owner or description has the text, and its owner is the team.
-    fn matches_text_and_team(&self, service: &ServiceSummary) -> bool {
-        let needle = self.q.trim().to_lowercase();
-        let text = needle.is_empty()
-            || service.name.to_lowercase().contains(&needle)
-            || service.owner.to_lowercase().contains(&needle)
-            || service.description.to_lowercase().contains(&needle);
-        text && self.team.as_ref().is_none_or(|team| &service.owner == team)
+    /// Whether `service`'s search text (see [`Fleet::searchable`]) has `needle`, and its owner is the team.
+    fn matches_text_and_team(
+        &self,
+        needle: Option<&str>,
+        service: &ServiceSummary,
+        search_text: &str,
+    ) -> bool {
+        needle.is_none_or(|needle| search_text.contains(needle))
+            && self.team.as_ref().is_none_or(|team| &service.owner == team)
     }
 
-    /// Whether `service` is a row of the matrix: onboarded, and matching every filter.
-    pub fn matches(&self, service: &ServiceSummary) -> bool {
+    /// Whether `service` runs where the environment and status filters ask.
+    fn matches_environment_and_status(&self, service: &ServiceSummary) -> bool {
         let env = self
             .env
             .as_ref()
             .is_none_or(|env| service.environments.iter().any(|c| &c.environment == env));
-        let status = self
+        env && self
             .status
-            .is_none_or(|status| self.cells(service).any(|cell| status.matches(cell)));
-        is_onboarded(service) && self.matches_text_and_team(service) && env && status
+            .is_none_or(|status| self.cells(service).any(|cell| status.matches(cell)))
     }
 
-    /// The services shown, in the order given.
-    pub fn apply<'a>(
-        &self,
-        services: impl IntoIterator<Item = &'a ServiceSummary>,
-    ) -> Vec<&'a ServiceSummary> {
-        services.into_iter().filter(|s| self.matches(s)).collect()
+    /// The rows of the matrix in name order: the onboarded services matching every filter. The text is
+    /// looked for in the search text the fleet keeps, so a keystroke costs one pass of `contains`.
+    pub fn apply<'a>(&self, fleet: &'a Fleet) -> Vec<&'a ServiceSummary> {
+        let needle = search_needle(&self.q);
+        fleet
+            .searchable()
+            .filter(|(service, text)| {
+                is_onboarded(service)
+                    && self.matches_text_and_team(needle.as_deref(), service, text)
+                    && self.matches_environment_and_status(service)
+            })
+            .map(|(service, _)| service)
+            .collect()
     }
 
-    /// The services only the catalog knows that match the text and team filters, in the order given; none
-    /// while an environment or a status is chosen, since they run nowhere.
-    pub fn not_onboarded<'a>(
-        &self,
-        services: impl IntoIterator<Item = &'a ServiceSummary>,
-    ) -> Vec<&'a ServiceSummary> {
+    /// The services only the catalog knows that match the text and team filters, in name order; none while
+    /// an environment or a status is chosen, since they run nowhere.
+    pub fn not_onboarded<'a>(&self, fleet: &'a Fleet) -> Vec<&'a ServiceSummary> {
         if self.env.is_some() || self.status.is_some() {
             return Vec::new();
         }
-        services
-            .into_iter()
-            .filter(|s| !is_onboarded(s) && self.matches_text_and_team(s))
+        let needle = search_needle(&self.q);
+        fleet
+            .searchable()
+            .filter(|(service, text)| {
+                !is_onboarded(service)
+                    && self.matches_text_and_team(needle.as_deref(), service, text)
+            })
+            .map(|(service, _)| service)
             .collect()
     }
 }
@@ -478,7 +488,7 @@ mod tests {
 
     #[test]
     fn filters_combine_text_team_environment_and_status() {
-        let services = fleet();
+        let services = Fleet::from_services(fleet());
         let names = |filter: &OverviewFilter| {
             filter
                 .apply(&services)
@@ -523,7 +533,7 @@ mod tests {
         assert_eq!(names(&out_of_sync), ["catalog"]);
         assert_eq!(
             problems_in_prod
-                .cells(&services[0])
+                .cells(&fleet()[0])
                 .map(|c| c.environment.as_str())
                 .collect::<Vec<_>>(),
             ["prod"]
@@ -664,7 +674,7 @@ mod tests {
 
     #[test]
     fn each_problem_is_a_status_filter_in_the_url() {
-        let services = fleet_with_problems();
+        let services = Fleet::from_services(fleet_with_problems());
         let names = |status: StatusFilter| {
             OverviewFilter {
                 status: Some(status),
@@ -718,7 +728,7 @@ mod tests {
 
     #[test]
     fn a_service_only_the_catalog_knows_is_no_row_but_is_listed_apart_with_its_onboarding_link() {
-        let services = fleet_with_problems();
+        let services = Fleet::from_services(fleet_with_problems());
         let rows: Vec<&str> = OverviewFilter::default()
             .apply(&services)
             .into_iter()
@@ -762,12 +772,16 @@ mod tests {
             })
             .is_empty()
         );
-        assert_eq!(teams(&services), ["discovery", "payments", "shop"]);
-        let only_search = [services[3].clone()];
+        assert_eq!(
+            teams(services.services()),
+            ["discovery", "payments", "shop"]
+        );
+        let search = services.service("search").expect("in the fleet");
+        let only_search = [search.clone()];
         assert!(teams(&only_search).is_empty());
         assert_eq!(fleet_counts(&only_search), FleetCounts::default());
         assert_eq!(
-            onboard_href(&services[3]),
+            onboard_href(search),
             "/create?template=onboard-service&name=search&owner=shop&description=Search%20%26%20suggest"
         );
     }

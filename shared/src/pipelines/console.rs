@@ -1,11 +1,13 @@
 //! The log console's logic: ANSI colours, timestamps, search over every line, and which lines are in view.
 //!
 //! The console keeps every line in a [`LogBuffer`] (raw, and as plain text for search) and puts only the
-//! lines in view into the DOM ([`visible_window`], or [`RowIndex`] when lines wrap), so neither opening nor
+//! lines in view into the DOM ([`crate::rows::visible_window`], or [`RowIndex`] when lines wrap), so neither opening nor
 //! searching a 100,000-line log depends on the DOM.
 
 use std::fmt::Write as _;
 use std::ops::Range;
+
+use crate::rows::{finite_non_negative, visible_window};
 
 /// Most matches a search reports; past it [`SearchResult::capped`] is set.
 pub const MAX_MATCHES: usize = 100_000;
@@ -736,39 +738,6 @@ impl LogBuffer {
     }
 }
 
-/// The lines to put in the DOM for a console of fixed-height rows: those in view, plus `overscan` on either
-/// side. Empty when there are no rows; nonsense sizes (negative, NaN, zero row height) are treated as 0 or
-/// as one row.
-pub fn visible_window(
-    scroll_top: f64,
-    viewport: f64,
-    row_height: f64,
-    rows: usize,
-    overscan: usize,
-) -> Range<usize> {
-    if rows == 0 {
-        return 0..0;
-    }
-    let row_height = if row_height.is_finite() && row_height > 0.0 {
-        row_height
-    } else {
-        1.0
-    };
-    let scroll_top = finite_non_negative(scroll_top);
-    let viewport = finite_non_negative(viewport);
-    let first = ((scroll_top / row_height).floor() as usize).min(rows - 1);
-    let last = (((scroll_top + viewport) / row_height).ceil() as usize).clamp(first + 1, rows);
-    first.saturating_sub(overscan)..last.saturating_add(overscan).min(rows)
-}
-
-fn finite_non_negative(value: f64) -> f64 {
-    if value.is_finite() {
-        value.max(0.0)
-    } else {
-        0.0
-    }
-}
-
 /// The scroll offset that puts line `line` (0-based) in the middle of the viewport (0 at the top).
 pub fn scroll_top_for_line(line: usize, row_height: f64, viewport: f64) -> f64 {
     let row_height = finite_non_negative(row_height);
@@ -1323,21 +1292,6 @@ mod tests {
     }
 
     #[test]
-    fn the_window_covers_the_viewport_and_its_overscan_and_stays_in_bounds() {
-        // 20 px rows, a 200 px viewport: 10 rows in view.
-        assert_eq!(visible_window(0.0, 200.0, 20.0, 1000, 5), 0..15);
-        assert_eq!(visible_window(210.0, 200.0, 20.0, 1000, 5), 5..26);
-        assert_eq!(visible_window(19_800.0, 200.0, 20.0, 1000, 5), 985..1000);
-        // Scrolled past the end (the log shrank): the last rows, not an empty window.
-        assert_eq!(visible_window(1e9, 200.0, 20.0, 1000, 0), 999..1000);
-        assert_eq!(visible_window(0.0, 200.0, 20.0, 3, 5), 0..3);
-        assert_eq!(visible_window(0.0, 200.0, 20.0, 0, 5), 0..0);
-        assert_eq!(visible_window(-50.0, 0.0, 20.0, 10, 0), 0..1);
-        assert_eq!(visible_window(f64::NAN, f64::INFINITY, 0.0, 10, 0), 0..1);
-        assert_eq!(visible_window(0.0, 200.0, 20.0, 1000, usize::MAX), 0..1000);
-    }
-
-    #[test]
     fn a_line_is_centred_by_its_scroll_offset() {
         assert_eq!(scroll_top_for_line(0, 20.0, 200.0), 0.0);
         assert_eq!(
@@ -1499,19 +1453,6 @@ mod tests {
                 prop_assert_eq!(index.line_at_offset(probe % owner.len()), line);
                 prop_assert!(index.offset_of_line(line) <= probe % owner.len());
             }
-        }
-
-        #[test]
-        fn the_window_is_always_inside_the_rows(
-            scroll in -1e6f64..1e7,
-            viewport in -10f64..5000.0,
-            row in -1f64..100.0,
-            rows in 0usize..100_000,
-            overscan in 0usize..50,
-        ) {
-            let w = visible_window(scroll, viewport, row, rows, overscan);
-            prop_assert!(w.start <= w.end && w.end <= rows);
-            prop_assert_eq!(w.is_empty(), rows == 0);
         }
     }
 }

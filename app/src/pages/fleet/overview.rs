@@ -14,6 +14,7 @@ use shared::fleet::overview::{
     matrix_tone, merge_activity, onboard_href, sort_by_budget, teams,
 };
 use shared::fleet::{ActivityItem, ActivityKind, EnvironmentCell, ServiceSummary, SourceState};
+use shared::rows::visible_window;
 use shared::slo::{SloSummary, budget_tone, format_budget};
 use shared::status::Tone;
 use shared::time::{age_or_raw, since};
@@ -62,6 +63,8 @@ pub fn Overview() -> impl IntoView {
     let search_box: NodeRef<Input> = NodeRef::new();
     crate::pages::focus_on_slash(search_box);
 
+    // Exact for the whole fleet, not for the rows in view; counted once per change, not once per tile.
+    let counts = Memo::new(move |_| live.fleet.with(|f| fleet_counts(f.services())));
     let all_teams = Memo::new(move |_| live.fleet.with(|f| teams(f.services())));
     let all_envs = Memo::new(move |_| live.fleet.with(|f| environments(f.services())));
     let columns = Memo::new(move |_| match filter.get().env {
@@ -69,16 +72,21 @@ pub fn Overview() -> impl IntoView {
         None => all_envs.get(),
     });
     let slos = slo_summaries();
-    let visible = move || {
+    // The rows by name, in order: what the filters select from the whole fleet, which may be ten thousand
+    // services. Only the rows in view are rendered (see [`Matrix`]).
+    let rows = Memo::new(move |_| {
         let filter = filter.get();
         live.fleet.with(|fleet| {
-            let mut shown = filter.apply(fleet.services());
+            let mut shown = filter.apply(fleet);
             if filter.sort == OverviewSort::Budget {
                 slos.with(|slos| sort_by_budget(&mut shown, slos.shown().unwrap_or_default()));
             }
-            shown.into_iter().cloned().collect::<Vec<ServiceSummary>>()
+            shown
+                .into_iter()
+                .map(|service| service.name.clone())
+                .collect::<Vec<String>>()
         })
-    };
+    });
     let slo_column = Memo::new(move |_| slos.with(|slos| slos.shown().is_some()));
     let sort_href = move |sort: OverviewSort| {
         OverviewFilter {
@@ -108,13 +116,10 @@ pub fn Overview() -> impl IntoView {
             <div class="page-head">
                 <h1>"Overview"</h1>
                 <p class="counts" data-testid="fleet-counts">
-                    {move || live.fleet.with(|f| {
-                        let counts = fleet_counts(f.services());
-                        format!("{} services · {} teams", counts.services, counts.teams)
-                    })}
+                    {move || counts.with(|counts| format!("{} services · {} teams", counts.services, counts.teams))}
                 </p>
             </div>
-            <FleetStatus />
+            <FleetStatus counts />
             <PlatformLine />
             <UnreachableClusters />
             <div class="filters" role="search">
@@ -180,26 +185,10 @@ pub fn Overview() -> impl IntoView {
                             Some(Err(error)) => Err(error),
                             Some(Ok(())) => Ok(view! {
                                 <Show
-                                    when=move || !visible().is_empty()
+                                    when=move || !rows.with(Vec::is_empty)
                                     fallback=move || view! { <EmptyFleet filtering=filter.get().is_active() /> }
                                 >
-                                    <table class="fleet matrix" data-testid="fleet-table">
-                                        <thead>
-                                            <tr>
-                                                <th scope="col">"Service"</th>
-                                                <th scope="col">"Owner"</th>
-                                                {move || columns.get().into_iter().map(|env| view! { <th scope="col">{env}</th> }).map(IntoAny::into_any).collect_view()}
-                                                {move || slo_column.get().then(|| view! { <th scope="col">"SLO"</th> })}
-                                            </tr>
-                                        </thead>
-                                        <tbody>
-                                            <For
-                                                each=visible
-                                                key=|service| service.clone()
-                                                children=move |service| view! { <ServiceRow service columns slos slo_column /> }
-                                            />
-                                        </tbody>
-                                    </table>
+                                    <Matrix rows columns slos slo_column />
                                 </Show>
                             }.into_any()),
                         }}
@@ -269,9 +258,121 @@ fn slo_summaries() -> Memo<SloSummaries> {
     })
 }
 
+/// The height of a matrix row in pixels, the same for every row (`--fleet-row-height` in `style/tower.css`),
+/// so which rows are in view follows from the scroll position alone.
+const ROW_HEIGHT: f64 = 60.0;
+/// Rows rendered above and below the view, so a fast scroll or a keyboard page shows rows, not a gap.
+const OVERSCAN: usize = 12;
+
+/// The matrix, rendering only the rows in the window's view (and [`OVERSCAN`] either side): the rest are two
+/// spacers of the height they would take, so the page scrolls as if every row were there, and a thousand or
+/// ten thousand services cost the DOM the same. The window's own scrolling is used (no inner scroll box),
+/// so the keyboard, the scroll bar and the browser's position keep working as on any page.
+#[component]
+fn Matrix(
+    rows: Memo<Vec<String>>,
+    columns: Memo<Vec<String>>,
+    slos: Memo<SloSummaries>,
+    slo_column: Memo<bool>,
+) -> impl IntoView {
+    let live = expect_context::<LiveFleet>();
+    let body: NodeRef<leptos::html::Tbody> = NodeRef::new();
+    // How far the body's top is above the window's top, and the window's height, in pixels.
+    let view_port = RwSignal::new((0.0_f64, window_height()));
+    let measure = move || {
+        if let Some(body) = body.get_untracked() {
+            let top = body.get_bounding_client_rect().top();
+            view_port.set((-top, window_height()));
+        }
+    };
+    let scroll = window_event_listener(leptos::ev::scroll, move |_| measure());
+    let resize = window_event_listener(leptos::ev::resize, move |_| measure());
+    on_cleanup(move || {
+        scroll.remove();
+        resize.remove();
+    });
+    // What is above the matrix (banners, tiles) can change height with the rows: measure after each change.
+    Effect::new(move |_| {
+        rows.track();
+        if body.get().is_some() {
+            measure();
+        }
+    });
+    let range = Memo::new(move |_| {
+        let (top, height) = view_port.get();
+        visible_window(top, height, ROW_HEIGHT, rows.with(Vec::len), OVERSCAN)
+    });
+    let in_view = Memo::new(move |_| {
+        let range = range.get();
+        rows.with(|names| names.get(range).map(<[String]>::to_vec).unwrap_or_default())
+    });
+    // Each row's newest summary: a change anywhere in the fleet re-reads only the rows in view, and a row
+    // is rendered again only when its own service changed.
+    let shown = move || {
+        in_view.with(|names| {
+            live.fleet.with(|fleet| {
+                names
+                    .iter()
+                    .filter_map(|name| fleet.service(name).cloned())
+                    .collect::<Vec<_>>()
+            })
+        })
+    };
+    let spans = move || 2 + columns.with(Vec::len) + usize::from(slo_column.get());
+    let spacer = move |height: f64| {
+        view! {
+            <tr class="row-spacer" aria-hidden="true">
+                <td colspan=spans style:height=format!("{height}px")></td>
+            </tr>
+        }
+    };
+    // Where a row is among all rows (1 is the header), for assistive technology, which sees only a window.
+    let row_index = move |name: String| {
+        Signal::derive(move || {
+            let offset = in_view.with(|names| names.iter().position(|n| *n == name));
+            offset.map_or(0, |offset| range.get().start + offset + 2)
+        })
+    };
+    view! {
+        <table class="fleet matrix" data-testid="fleet-table" aria-rowcount=move || rows.with(Vec::len) + 1
+            data-rows=move || rows.with(Vec::len)>
+            <thead>
+                <tr aria-rowindex="1">
+                    <th scope="col">"Service"</th>
+                    <th scope="col">"Owner"</th>
+                    {move || columns.get().into_iter().map(|env| view! { <th scope="col">{env}</th> }).map(IntoAny::into_any).collect_view()}
+                    {move || slo_column.get().then(|| view! { <th scope="col">"SLO"</th> })}
+                </tr>
+            </thead>
+            <tbody node_ref=body>
+                {move || spacer(range.get().start as f64 * ROW_HEIGHT)}
+                <For
+                    each=shown
+                    key=|service| service.clone()
+                    children=move |service| {
+                        let index = row_index(service.name.clone());
+                        view! { <ServiceRow service index columns slos slo_column /> }
+                    }
+                />
+                {move || spacer((rows.with(Vec::len) - range.get().end) as f64 * ROW_HEIGHT)}
+            </tbody>
+        </table>
+    }
+}
+
+/// The browser window's inner height in pixels (a generous guess where there is none).
+fn window_height() -> f64 {
+    window()
+        .inner_height()
+        .ok()
+        .and_then(|height| height.as_f64())
+        .unwrap_or(1000.0)
+}
+
 #[component]
 fn ServiceRow(
     service: ServiceSummary,
+    index: Signal<usize>,
     columns: Memo<Vec<String>>,
     slos: Memo<SloSummaries>,
     slo_column: Memo<bool>,
@@ -283,10 +384,10 @@ fn ServiceRow(
     let owner = service.owner.clone();
     let slo_service = service.name.clone();
     view! {
-        <tr data-testid="service-row" data-service=row_name>
+        <tr class="service-row" data-testid="service-row" data-service=row_name aria-rowindex=index>
             <th scope="row">
                 <A href=href>{name}</A>
-                <span class="muted small description">{description}</span>
+                <span class="muted small description" title=service.description.clone()>{description}</span>
             </th>
             <td>{owner}</td>
             {move || {
@@ -388,11 +489,8 @@ fn MatrixCell(
 
 /// The fleet in numbers; each number links to the matching status filter.
 #[component]
-fn FleetStatus() -> impl IntoView {
-    let live = expect_context::<LiveFleet>();
-    let counts = move |count: fn(&FleetCounts) -> usize| {
-        live.fleet.with(|f| count(&fleet_counts(f.services())))
-    };
+fn FleetStatus(counts: Memo<FleetCounts>) -> impl IntoView {
+    let counts = move |count: fn(&FleetCounts) -> usize| counts.with(count);
     let tile = move |label: &'static str,
                      status: StatusFilter,
                      tone: Tone,
@@ -453,15 +551,9 @@ fn PlatformLine() -> impl IntoView {
 fn NotOnboarded(filter: Memo<OverviewFilter>) -> impl IntoView {
     let live = expect_context::<LiveFleet>();
     move || {
-        let services: Vec<ServiceSummary> = live.fleet.with(|f| {
-            filter.with(|filter| {
-                filter
-                    .not_onboarded(f.services())
-                    .into_iter()
-                    .cloned()
-                    .collect()
-            })
-        });
+        let services: Vec<ServiceSummary> = live
+            .fleet
+            .with(|f| filter.with(|filter| filter.not_onboarded(f).into_iter().cloned().collect()));
         let rows = services
             .into_iter()
             .map(|s| {
@@ -623,11 +715,16 @@ fn ActivityRow(item: ActivityItem) -> impl IntoView {
     }
 }
 
-/// Shaped like the matrix it stands in for.
+/// Shaped like the matrix it stands in for, with how far Tower's first picture has got when it is still
+/// loading the fleet.
 #[component]
 fn TableSkeleton() -> impl IntoView {
+    let live = expect_context::<LiveFleet>();
     view! {
         <div class="skeleton" role="status" aria-busy="true" aria-label="Loading services" data-testid="loading">
+            {move || live.progress.get().map(|progress| view! {
+                <p class="muted" data-testid="loading-progress">{progress}</p>
+            })}
             {(0..8).map(|_| view! { <div class="skeleton-row"></div> }).map(IntoAny::into_any).collect_view()}
         </div>
     }
