@@ -9,6 +9,9 @@
 //!   pipeline and the search and wrap index of a 100,000-line log; the run lists' p99 and Tower's RSS with
 //!   10,000 runs in its caches; in Chromium, the layout in wasm and the 100,000-line log's open, search,
 //!   scrolling and memory.
+//! - `scale`: the fleet at 1,000 and 10,000 services, sandbox and Tower as separate release processes: the
+//!   first picture, Tower's memory (and heap by cache), the service list under wrk, the stream's snapshot, and
+//!   the Overview in Chromium (see [`scale`]).
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -16,6 +19,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 
 use crate::util;
+
+mod scale;
 
 /// Options of `cargo xtask bench`.
 #[derive(Debug, clap::Args)]
@@ -38,6 +43,8 @@ pub enum Which {
     Metrics(MetricsArgs),
     /// The Pipelines pages: natively, in Tower with 10,000 runs, and in Chromium.
     Pipelines(PipelinesArgs),
+    /// The fleet at 1,000 and 10,000 services: start-up, memory, the service list and the Overview.
+    Scale(scale::ScaleArgs),
 }
 
 /// Options of the Pipelines benchmark.
@@ -96,6 +103,7 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
         Some(Which::SandboxMemory(memory_args)) => crate::memory::sandbox_memory(memory_args),
         Some(Which::Metrics(metrics_args)) => metrics(metrics_args),
         Some(Which::Pipelines(pipelines_args)) => pipelines(pipelines_args),
+        Some(Which::Scale(scale_args)) => scale::scale(scale_args),
     }
 }
 
@@ -304,7 +312,8 @@ fn pipelines_browser(args: &PipelinesArgs) -> Result<()> {
     let tower = release_tower()?;
     crate::dist::dist(None)?;
     let mut npx = crate::test::playwright_command("playwright.bench.config.ts", &tower)?;
-    npx.env("TOWER_BENCH_SCALE", args.scale.to_string());
+    npx.arg("bench/pipelines.bench.ts")
+        .env("TOWER_BENCH_SCALE", args.scale.to_string());
     let out = util::tee(&mut npx)?;
     let numbers: Vec<&str> = out
         .stdout
@@ -332,40 +341,10 @@ const PIPELINE_RUNS: usize = 10_000;
 fn pipelines_server(args: &PipelinesArgs) -> Result<()> {
     let binary = release_tower()?;
     let folder = util::repo_root().join("target/bench-pipelines");
-    std::fs::create_dir_all(&folder).context("creating target/bench-pipelines")?;
-    let config = folder.join("tower.sandbox.yaml");
-    let _ = std::fs::remove_file(&config);
-    let mut sandbox = util::command(&binary);
-    sandbox
-        .args(["sandbox", "--no-metrics", "--listen", SANDBOX])
-        .args(["--tower-listen", TOWER, "--scale", &args.scale.to_string()])
-        .arg("--write-config")
-        .arg(&config)
-        .env("TOWER_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit());
-    util::announce(&sandbox);
-    let _sandbox = Server(sandbox.spawn().context("starting tower sandbox")?);
-    let deadline = Instant::now() + Duration::from_secs(300);
-    while !config.exists() {
-        if Instant::now() > deadline {
-            bail!("tower sandbox wrote no configuration within 300 s");
-        }
-        std::thread::sleep(Duration::from_millis(250));
-    }
-
+    let (_sandbox, config) =
+        separate_sandbox(&binary, &folder, &["--scale", &args.scale.to_string()])?;
     let started = Instant::now();
-    let mut serve = util::command(&binary);
-    serve
-        .arg("serve")
-        .arg("--config")
-        .arg(&config)
-        .args(["--listen", TOWER, "--assets", "dist"])
-        .env("TOWER_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit());
-    util::announce(&serve);
-    let server = Server(serve.spawn().context("starting tower")?);
+    let server = separate_tower(&binary, &config)?;
     let cookie = wait_for_guest_session(Duration::from_secs(180))?;
     let list = format!("http://{TOWER}/api/v1/pipelines");
     let total = loop {
@@ -445,15 +424,7 @@ fn pipelines_server(args: &PipelinesArgs) -> Result<()> {
             times.push(seconds.parse::<f64>().context("curl's time")? * 1000.0);
         }
     }
-    let rss = std::fs::read_to_string(format!("/proc/{}/status", server.0.id()))
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .map(|v| v.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown".into());
+    let rss = rss_kib(&server).map_or_else(|| "unknown".into(), |kib| format!("{kib} kB"));
     println!(
         "\nGET run lists with {total} runs in the caches ({} requests over {} URLs: first pages, filters, \
          services, cursors):",
@@ -469,6 +440,67 @@ fn pipelines_server(args: &PipelinesArgs) -> Result<()> {
     );
     println!("tower's RSS with those runs: {rss}");
     Ok(())
+}
+
+/// `tower sandbox` on its own (no metrics, on [`SANDBOX`]) with `world` arguments, writing the configuration
+/// that points a Tower on [`TOWER`] at it into `folder`; returns once the configuration is written, which
+/// the sandbox does when it is seeded and listening.
+fn separate_sandbox(
+    binary: &std::path::Path,
+    folder: &std::path::Path,
+    world: &[&str],
+) -> Result<(Server, std::path::PathBuf)> {
+    std::fs::create_dir_all(folder).with_context(|| format!("creating {}", folder.display()))?;
+    let config = folder.join("tower.sandbox.yaml");
+    let _ = std::fs::remove_file(&config);
+    let mut sandbox = util::command(binary);
+    sandbox
+        .args(["sandbox", "--no-metrics", "--listen", SANDBOX])
+        .args(["--tower-listen", TOWER])
+        .args(world)
+        .arg("--write-config")
+        .arg(&config)
+        .env("TOWER_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
+    util::announce(&sandbox);
+    let sandbox = Server(sandbox.spawn().context("starting tower sandbox")?);
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while !config.exists() {
+        if Instant::now() > deadline {
+            bail!("tower sandbox wrote no configuration within 600 s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok((sandbox, config))
+}
+
+/// `tower serve --config <config>` on [`TOWER`], as its own process (so its RSS is Tower's alone).
+fn separate_tower(binary: &std::path::Path, config: &std::path::Path) -> Result<Server> {
+    let mut serve = util::command(binary);
+    serve
+        .arg("serve")
+        .arg("--config")
+        .arg(config)
+        .args(["--listen", TOWER, "--assets", "dist"])
+        .env("TOWER_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
+    util::announce(&serve);
+    Ok(Server(serve.spawn().context("starting tower")?))
+}
+
+/// A child's resident memory in KiB (`VmRSS`), while it runs.
+fn rss_kib(process: &Server) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", process.0.id())).ok()?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// The number after the last `"key":` in `json`, read without a JSON parser (the bench has none): a page's
