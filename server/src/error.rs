@@ -7,7 +7,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::Json;
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use shared::delivery::FieldError;
 use shared::{ApiError, ErrorCode};
@@ -52,6 +52,10 @@ pub enum Error {
     /// A watch cache has not finished its first list yet: 503.
     #[error("{0} is still syncing")]
     Syncing(&'static str),
+    /// The fleet's first picture is not complete yet; the body says how far it is, and `Retry-After: 1`
+    /// asks for the next look in a second: 503.
+    #[error("{0}")]
+    Loading(crate::fleet::Loading),
     /// An upstream (a cluster, Argo CD) failed: 502. The cause is logged, never sent.
     #[error("{upstream} failed")]
     Upstream {
@@ -160,6 +164,10 @@ impl Error {
                     format!("Tower is still loading {what}; try again in a moment."),
                 ),
             ),
+            Error::Loading(loading) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                ApiError::new(ErrorCode::Unavailable, loading.to_string()),
+            ),
             Error::Upstream { upstream, .. } => (
                 StatusCode::BAD_GATEWAY,
                 ApiError::new(
@@ -222,12 +230,20 @@ pub(crate) fn cause_chain(error: &dyn std::error::Error) -> String {
 impl IntoResponse for Error {
     fn into_response(self) -> Response {
         let (status, mut body) = self.status_and_body();
-        if status.is_server_error() {
+        // A starting Tower is expected, not a failure: nothing to log or to look up.
+        let loading = matches!(self, Error::Loading(_));
+        if status.is_server_error() && !loading {
             let request_id = next_request_id();
             tracing::error!(%request_id, error = %cause_chain(&self), "request failed");
             body.request_id = Some(request_id);
         }
-        (status, Json(body)).into_response()
+        let mut response = (status, Json(body)).into_response();
+        if loading {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        response
     }
 }
 
@@ -247,6 +263,30 @@ mod tests {
         assert!(cause_chain(&error).contains("token abc123 rejected"));
         let response = error.into_response();
         assert_eq!(response.status(), StatusCode::BAD_GATEWAY);
+    }
+
+    #[test]
+    fn a_starting_fleet_answers_503_with_its_progress_and_a_retry_in_a_second() {
+        let error = Error::Loading(crate::fleet::Loading::Services {
+            loaded: 6_200,
+            total: 10_000,
+        });
+        let (status, body) = error.status_and_body();
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(body.code, ErrorCode::Unavailable);
+        assert_eq!(
+            body.message,
+            "Loading the fleet: 6,200 of 10,000 services loaded."
+        );
+        let response = error.into_response();
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            response
+                .headers()
+                .get(header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok()),
+            Some("1")
+        );
     }
 
     #[test]

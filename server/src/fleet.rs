@@ -40,6 +40,36 @@ const BATCH_WINDOW: Duration = Duration::from_millis(25);
 /// How many activity items are kept.
 const ACTIVITY_KEPT: usize = 50;
 
+/// How far a starting Tower is with its first picture of the fleet: what the service list answers (503)
+/// until the picture is complete.
+///
+/// `total` is the Components listed so far; `loaded` is those of them whose Applications are listed too
+/// (a service's deploys in every environment, what its row on the Overview is mostly made of). The first
+/// picture also waits for the workload clusters' lists (at most a few seconds each), so `loaded` can reach
+/// `total` shortly before the list answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Loading {
+    /// No Component has arrived yet.
+    Listing,
+    /// `loaded` of `total` services loaded.
+    Services {
+        /// Services whose Component and Applications are in.
+        loaded: usize,
+        /// Components listed so far.
+        total: usize,
+    },
+}
+
+impl std::fmt::Display for Loading {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The words are the app's too: it shows them as progress rather than as an error.
+        f.write_str(&shared::fleet::loading_message(match self {
+            Loading::Listing => None,
+            Loading::Services { loaded, total } => Some((*loaded, *total)),
+        }))
+    }
+}
+
 /// What needs recomputing.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Dirty {
@@ -613,6 +643,24 @@ impl FleetModel {
             .is_ok_and(|r| r.is_ok())
     }
 
+    /// How far the first picture is, while it is not complete; `None` once it is.
+    pub fn loading(&self) -> Option<Loading> {
+        if *self.inner.ready.borrow() {
+            return None;
+        }
+        let first_lists = self.inner.sources.first_lists();
+        let total = first_lists
+            .components()
+            .max(self.inner.stores.components.state().len());
+        if total == 0 {
+            return Some(Loading::Listing);
+        }
+        Some(Loading::Services {
+            loaded: first_lists.services_with_applications().min(total),
+            total,
+        })
+    }
+
     /// Subscribes to deltas. Subscribe before taking a snapshot so nothing falls between the two.
     pub fn subscribe(&self) -> broadcast::Receiver<FleetEvent> {
         self.inner.events.subscribe()
@@ -675,6 +723,7 @@ impl FleetModel {
         self.recompute_off_the_workers(BTreeSet::from([Dirty::All]))
             .await;
         let _ = ready.send(true);
+        self.inner.sources.first_lists().finish();
         while let Some(first) = dirty.recv().await {
             tokio::time::sleep(BATCH_WINDOW).await;
             let mut batch = BTreeSet::from([first]);
@@ -1250,5 +1299,32 @@ pub fn unreachable_since(state: &SourceState) -> Option<String> {
     match state {
         SourceState::Unreachable { since, .. } => Some(since.clone()),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loading_says_how_many_services_are_in_as_the_app_recognises_it() {
+        for loading in [
+            Loading::Listing,
+            Loading::Services {
+                loaded: 6_200,
+                total: 10_000,
+            },
+        ] {
+            let error = shared::ApiError::new(shared::ErrorCode::Unavailable, loading.to_string());
+            assert!(shared::fleet::is_loading(&error), "{loading}");
+        }
+        assert_eq!(
+            Loading::Services {
+                loaded: 6_200,
+                total: 10_000
+            }
+            .to_string(),
+            "Loading the fleet: 6,200 of 10,000 services loaded."
+        );
     }
 }

@@ -218,14 +218,13 @@ async fn readyz(State(state): State<AppState>, Extension(serving): Extension<Ser
     if serving.shutdown.is_requested() {
         return (StatusCode::SERVICE_UNAVAILABLE, "stopping\n").into_response();
     }
-    if state.fleet.wait_until_ready(Duration::ZERO).await {
-        (StatusCode::OK, "ready\n").into_response()
-    } else {
-        (
+    match state.fleet.loading() {
+        None => (StatusCode::OK, "ready\n").into_response(),
+        Some(loading) => (
             StatusCode::SERVICE_UNAVAILABLE,
-            "starting: the fleet's first picture is not complete yet\n",
+            format!("starting: the fleet's first picture is not complete yet. {loading}\n"),
         )
-            .into_response()
+            .into_response(),
     }
 }
 
@@ -403,6 +402,16 @@ pub(crate) async fn ready(state: &AppState) -> Result<(), Error> {
         Ok(())
     } else {
         Err(Error::Syncing("services"))
+    }
+}
+
+/// Answers at once: `Ok` once the fleet's first picture is complete, else 503 saying how far it is
+/// ([`Error::Loading`], `Retry-After: 1`). For the service list, which a starting Tower's page polls to show
+/// that progress rather than wait [`READY_WAIT`] for it.
+pub(crate) fn loaded(state: &AppState) -> Result<(), Error> {
+    match state.fleet.loading() {
+        None => Ok(()),
+        Some(loading) => Err(Error::Loading(loading)),
     }
 }
 

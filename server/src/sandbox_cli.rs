@@ -37,6 +37,10 @@ pub struct WorldArgs {
     /// Also generate this many services (`svc-0001`…) with their Applications, pods and runs, for benchmarks.
     #[arg(long)]
     pub scale: Option<usize>,
+    /// PipelineRuns (with their TaskRuns) seeded across the generated services with `--scale`; fewer start
+    /// faster (every service keeps at least its two builds).
+    #[arg(long, value_name = "N", default_value_t = sandbox::scale::PIPELINE_RUNS)]
+    pub scale_runs: usize,
     /// Seed of everything random-looking.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
@@ -71,6 +75,7 @@ impl WorldArgs {
         options.simulate = sandbox::Simulate::RealTime;
         options.speed = self.speed;
         options.scale = self.scale;
+        options.scale_runs = self.scale_runs;
         options.seed = self.seed;
         options.pace = self.pace;
         options.epoch = self.epoch;

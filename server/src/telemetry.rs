@@ -26,7 +26,7 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use shared::fleet::SourceState;
 
-use crate::fleet::watch::Sources;
+use crate::fleet::watch::{CacheSize, Sources};
 use crate::state::AppState;
 
 /// The content type of the text exposition format, version 0.0.4 (what every Prometheus scrapes).
@@ -357,6 +357,35 @@ impl Collector for StateCollector {
                 "Watch caches by cluster, kind and state.",
                 &series,
             )?;
+            let sizes = watches.cache_sizes();
+            let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+            for (name, help, value) in [
+                (
+                    "tower_watch_cache_objects",
+                    "Objects held in each watch cache, by cluster and kind.",
+                    (|size: &CacheSize| size.objects) as fn(&CacheSize) -> usize,
+                ),
+                (
+                    "tower_watch_cache_bytes",
+                    "Approximate bytes of the objects held in each watch cache (their JSON size), by cluster \
+                     and kind.",
+                    |size: &CacheSize| size.bytes,
+                ),
+            ] {
+                let series: Vec<_> = sizes
+                    .iter()
+                    .map(|size| {
+                        (
+                            vec![
+                                ("cluster", size.cluster.as_str()),
+                                ("kind", size.kind.as_str()),
+                            ],
+                            count(value(size)),
+                        )
+                    })
+                    .collect();
+                gauge(&mut encoder, name, help, &series)?;
+            }
         }
         let services = fleet.services();
         let cards: usize = services.iter().map(|s| s.environments.len()).sum();

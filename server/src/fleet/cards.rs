@@ -253,7 +253,7 @@ pub fn deploy_history(app: &Value, service: &str, environment: &str) -> Vec<Acti
         .collect()
 }
 
-fn rollout_view(object: &DynamicObject) -> RolloutView {
+pub(crate) fn rollout_view(object: &DynamicObject) -> RolloutView {
     let rollout = &object.data;
     let steps = list(rollout, &["spec", "strategy", "canary", "steps"])
         .iter()
@@ -297,7 +297,7 @@ fn rollout_view(object: &DynamicObject) -> RolloutView {
     }
 }
 
-fn pod_view(cluster: &str, pod: &Pod) -> PodView {
+pub(crate) fn pod_view(cluster: &str, pod: &Pod) -> PodView {
     let status = pod.status.as_ref();
     let containers = status
         .and_then(|s| s.container_statuses.as_deref())
@@ -372,7 +372,7 @@ fn schema_view(schema: &DatabaseSchema, migrations_in_code: Option<&[String]>) -
     }
 }
 
-fn secret_view(object: &DynamicObject, now: Option<jiff::Timestamp>) -> SecretView {
+pub(crate) fn secret_view(object: &DynamicObject, now: Option<jiff::Timestamp>) -> SecretView {
     let secret = &object.data;
     let (ready, message) = condition(secret, "Ready").unwrap_or((false, None));
     let refreshed_at = text(secret, &["status", "refreshTime"]).map(str::to_string);

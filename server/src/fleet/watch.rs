@@ -1,14 +1,18 @@
 //! The watch caches: one kube-rs reflector per kind per cluster, each marking the services it touches dirty,
 //! and the per-cluster connection state (connected, relisting, unreachable since …) they report.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fmt::Debug;
 use std::hash::Hash;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt as _;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Event, Namespace, Pod, Secret};
+use k8s_openapi::api::core::v1::{
+    Container, ContainerState, ContainerStateWaiting, ContainerStatus, Event, Namespace, Pod,
+    PodSpec, PodStatus, Secret,
+};
 use kube::api::{ApiResource, DynamicObject};
 use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{self, ObjectRef, Store};
@@ -110,13 +114,20 @@ pub fn start(
     let management = sources.register("management", None);
     spawn_recovery_probe(management.clone(), clusters.management.clone());
     let m = &clusters.management;
+    let first_lists = sources.first_lists.clone();
     let stores = Stores {
-        components: spawn(
+        components: spawn_listing(
             checked(Cluster::Management, Api::<Component>::all(m.clone())),
             (),
+            watcher::Config::default(),
+            |_| {},
             management.clone(),
             dirty_tx.clone(),
             |c: &Component| Some(c.name_any()),
+            {
+                let first_lists = first_lists.clone();
+                move |_: &Component| first_lists.component_listed()
+            },
         ),
         releases: spawn(
             checked(Cluster::Management, Api::<Release>::all(m.clone())),
@@ -146,9 +157,11 @@ pub fn start(
         ),
         applications: {
             let ar = watched::APPLICATIONS.api_resource();
-            spawn(
+            spawn_listing(
                 checked(Cluster::Management, Api::all_with(m.clone(), &ar)),
                 ar,
+                watcher::Config::default(),
+                trim_application,
                 management.clone(),
                 dirty_tx.clone(),
                 {
@@ -160,6 +173,14 @@ pub fn start(
                             crate::platform::is_platform_application(app)
                                 .then(|| Dirty::Platform(crate::platform::resource_of(app)))
                         })
+                    }
+                },
+                {
+                    let service = by_label(label.clone());
+                    move |app: &DynamicObject| {
+                        if let Some(service) = service(app) {
+                            first_lists.application_listed(service);
+                        }
                     }
                 },
             )
@@ -204,10 +225,12 @@ pub fn start(
                 let source = sources.register(cluster, Some(environment.clone()));
                 spawn_recovery_probe(source.clone(), client.clone());
                 // Rollouts and ExternalSecrets (from `watched::WATCHED`) and the configured Crossplane kinds.
-                let dynamic = |ar: ApiResource| {
-                    spawn(
+                let dynamic = |ar: ApiResource, trim: fn(&mut DynamicObject)| {
+                    spawn_with(
                         Api::<DynamicObject>::all_with(client.clone(), &ar),
                         ar,
+                        watcher::Config::default(),
+                        trim,
                         source.clone(),
                         dirty_tx.clone(),
                         by_label(label.clone()),
@@ -254,19 +277,24 @@ pub fn start(
                         },
                     ),
                     namespaces: namespaces.clone(),
-                    pods: spawn(
+                    pods: spawn_with(
                         checked(Cluster::Workload, Api::<Pod>::all(client.clone())),
                         (),
+                        watcher::Config::default(),
+                        trim_pod,
                         source.clone(),
                         dirty_tx.clone(),
                         by_label(label.clone()),
                     ),
-                    rollouts: dynamic(watched::ROLLOUTS.api_resource()),
-                    secrets: dynamic(watched::EXTERNAL_SECRETS.api_resource()),
+                    rollouts: dynamic(watched::ROLLOUTS.api_resource(), trim_rollout),
+                    secrets: dynamic(
+                        watched::EXTERNAL_SECRETS.api_resource(),
+                        trim_external_secret,
+                    ),
                     claims: clusters
                         .claim_kinds
                         .iter()
-                        .map(|c| dynamic(c.api_resource()))
+                        .map(|c| dynamic(c.api_resource(), trim_last_applied))
                         .collect(),
                     composed: clusters
                         .composed_kinds
@@ -392,7 +420,7 @@ fn spawn<K, D>(
 ) -> Store<K>
 where
     D: Into<Dirty>,
-    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K: Resource + Clone + DeserializeOwned + serde::Serialize + Debug + Send + Sync + 'static,
     K::DynamicType: Clone + Eq + Hash + Send + Sync + 'static,
 {
     spawn_with(
@@ -443,6 +471,196 @@ fn trim_composed(resource: &mut DynamicObject, kind: &ApiResource) {
     };
 }
 
+/// Keeps what a card reads from a Pod: name, namespace and labels; each container's name and image; the
+/// phase, start time, and each container's readiness, restarts and waiting reason. The rest of a pod is
+/// volumes, environment, probes, resources and conditions, and pods outnumber every other kind.
+fn trim_pod(pod: &mut Pod) {
+    let metadata = &mut pod.metadata;
+    metadata.annotations = None;
+    metadata.owner_references = None;
+    metadata.finalizers = None;
+    metadata.generate_name = None;
+    pod.spec = pod.spec.take().map(|spec| PodSpec {
+        containers: spec
+            .containers
+            .into_iter()
+            .map(|container| Container {
+                name: container.name,
+                image: container.image,
+                ..Container::default()
+            })
+            .collect(),
+        ..PodSpec::default()
+    });
+    pod.status = pod.status.take().map(|status| PodStatus {
+        phase: status.phase,
+        start_time: status.start_time,
+        container_statuses: status.container_statuses.map(|containers| {
+            containers
+                .into_iter()
+                .map(|container| ContainerStatus {
+                    name: container.name,
+                    ready: container.ready,
+                    restart_count: container.restart_count,
+                    state: container
+                        .state
+                        .and_then(|state| state.waiting)
+                        .map(|waiting| ContainerState {
+                            waiting: Some(ContainerStateWaiting {
+                                reason: waiting.reason,
+                                message: None,
+                            }),
+                            ..ContainerState::default()
+                        }),
+                    ..ContainerStatus::default()
+                })
+                .collect()
+        }),
+        ..PodStatus::default()
+    });
+}
+
+/// `data` with only the values at `pointers` (JSON pointers), each where it was; absent ones stay absent.
+fn only(data: &mut serde_json::Value, pointers: &[&str]) -> serde_json::Value {
+    let mut kept = serde_json::Value::Object(serde_json::Map::new());
+    for pointer in pointers {
+        let Some(value) = data.pointer_mut(pointer).map(serde_json::Value::take) else {
+            continue;
+        };
+        let mut at = &mut kept;
+        let mut keys = pointer.split('/').skip(1).peekable();
+        while let Some(key) = keys.next() {
+            let Some(object) = at.as_object_mut() else {
+                break;
+            };
+            if keys.peek().is_none() {
+                object.insert(key.to_string(), value);
+                break;
+            }
+            at = object
+                .entry(key)
+                .or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()));
+        }
+    }
+    kept
+}
+
+/// Drops kubectl's `last-applied-configuration`, which repeats the whole object (and the Config tab hides).
+fn trim_last_applied(object: &mut DynamicObject) {
+    if let Some(annotations) = object.metadata.annotations.as_mut() {
+        annotations.remove(LAST_APPLIED);
+        if annotations.is_empty() {
+            object.metadata.annotations = None;
+        }
+    }
+}
+
+/// kubectl's copy of what it applied.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// Keeps what the cards, the Platform page and the Config tab read from an Argo CD Application: its spec
+/// (the Config tab shows it) and of its status the sync and health, the summary's URLs, conditions, each
+/// history entry's revision and time, the last operation's phase, times, message and per-resource messages,
+/// and the CRDs among its resources (which Application installs which kind). The rest of the status repeats
+/// the source in every history entry, the operation and the comparison, and lists every managed resource
+/// twice.
+fn trim_application(application: &mut DynamicObject) {
+    trim_last_applied(application);
+    let Some(status) = application.data.get_mut("status") else {
+        return;
+    };
+    let mut kept = only(
+        status,
+        &[
+            "/sync/status",
+            "/sync/revision",
+            "/health/status",
+            "/health/message",
+            "/summary/externalURLs",
+            "/reconciledAt",
+            "/conditions",
+            "/operationState/phase",
+            "/operationState/message",
+            "/operationState/startedAt",
+            "/operationState/finishedAt",
+        ],
+    );
+    let entries = |status: &mut serde_json::Value, pointer: &str, keys: &[&str]| {
+        let entries = status
+            .pointer_mut(pointer)
+            .and_then(serde_json::Value::as_array_mut)
+            .map(std::mem::take)
+            .unwrap_or_default();
+        entries
+            .into_iter()
+            .filter_map(|mut entry| {
+                let object = entry.as_object_mut()?;
+                object.retain(|key, _| keys.contains(&key.as_str()));
+                Some(entry)
+            })
+            .collect::<Vec<_>>()
+    };
+    let history = entries(status, "/history", &["revision", "deployedAt"]);
+    let results = entries(
+        status,
+        "/operationState/syncResult/resources",
+        &["kind", "name", "message"],
+    );
+    let crds: Vec<serde_json::Value> = entries(status, "/resources", &["kind", "name"])
+        .into_iter()
+        .filter(|r| {
+            r.get("kind").and_then(serde_json::Value::as_str) == Some("CustomResourceDefinition")
+        })
+        .collect();
+    if let Some(object) = kept.as_object_mut() {
+        if status.get("history").is_some() {
+            object.insert("history".into(), history.into());
+        }
+        if !results.is_empty()
+            && let Some(operation) = object
+                .get_mut("operationState")
+                .and_then(serde_json::Value::as_object_mut)
+        {
+            operation.insert(
+                "syncResult".into(),
+                serde_json::json!({ "resources": results }),
+            );
+        }
+        if !crds.is_empty() {
+            object.insert("resources".into(), crds.into());
+        }
+    }
+    *status = kept;
+}
+
+/// Keeps what a card reads from an Argo Rollout: its canary steps and replicas, and its status's phase,
+/// message, step and replica counts. Its pod template is most of it, and the pods themselves are watched.
+fn trim_rollout(rollout: &mut DynamicObject) {
+    trim_last_applied(rollout);
+    rollout.data = only(
+        &mut rollout.data,
+        &[
+            "/spec/replicas",
+            "/spec/strategy/canary/steps",
+            "/status/phase",
+            "/status/message",
+            "/status/currentStepIndex",
+            "/status/replicas",
+            "/status/readyReplicas",
+            "/status/updatedReplicas",
+        ],
+    );
+}
+
+/// Keeps an ExternalSecret's spec (the Config tab shows it) and of its status the conditions and the last
+/// refresh: what the card reads.
+fn trim_external_secret(secret: &mut DynamicObject) {
+    trim_last_applied(secret);
+    if let Some(status) = secret.data.get_mut("status") {
+        *status = only(status, &["/conditions", "/refreshTime"]);
+    }
+}
+
 /// Drops the parts of an Event no card shows.
 fn trim_event(event: &mut Event) {
     event.metadata.annotations = None;
@@ -462,13 +680,45 @@ fn spawn_with<K, D>(
 ) -> Store<K>
 where
     D: Into<Dirty>,
-    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K: Resource + Clone + DeserializeOwned + serde::Serialize + Debug + Send + Sync + 'static,
+    K::DynamicType: Clone + Eq + Hash + Send + Sync + 'static,
+{
+    spawn_listing(api, dyntype, config, trim, source, dirty, key, |_: &K| {})
+}
+
+/// As [`spawn_with`], showing each object of the first list to `first_listed` as it arrives (the reflector
+/// keeps a list's objects out of its store until the list is complete; the progress of a starting Tower
+/// counts them before that).
+#[allow(clippy::too_many_arguments)]
+fn spawn_listing<K, D>(
+    api: Api<K>,
+    dyntype: K::DynamicType,
+    config: watcher::Config,
+    trim: impl Fn(&mut K) + Send + 'static,
+    source: SourceHandle,
+    dirty: mpsc::UnboundedSender<Dirty>,
+    key: impl Fn(&K) -> Option<D> + Send + 'static,
+    first_listed: impl Fn(&K) + Send + 'static,
+) -> Store<K>
+where
+    D: Into<Dirty>,
+    K: Resource + Clone + DeserializeOwned + serde::Serialize + Debug + Send + Sync + 'static,
     K::DynamicType: Clone + Eq + Hash + Send + Sync + 'static,
 {
     let kind = K::kind(&dyntype).to_string();
     let writer = reflector::store::Writer::new(dyntype);
     let reader = writer.as_reader();
     let watch_id = source.add_watch_of(&kind);
+    source.add_cache(&kind, reader.clone());
+    // Listed whole from the API server's watch cache (`resourceVersion=0`, as client-go's informers list),
+    // not in pages from etcd: a page's continue token expires once the server has moved on, and at ten
+    // thousand services a list of many pages outlived its token, failed with 410 Expired and started over,
+    // again and again (the first picture came after 77 s). The watch that follows brings anything newer.
+    // Without a page size: kube leaves `resourceVersion=0` out of a list that has a limit.
+    let config = watcher::Config {
+        page_size: None,
+        ..config.any_semantic()
+    };
     let stream = watcher(api, config)
         .default_backoff()
         // Nobody reads managed fields, and they are a large share of each object.
@@ -480,6 +730,7 @@ where
     tokio::spawn(async move {
         let mut stream = std::pin::pin!(stream);
         let mut not_served_logged = false;
+        let mut listed_once = false;
         while let Some(event) = stream.next().await {
             match event {
                 Ok(watcher::Event::Apply(object) | watcher::Event::Delete(object)) => {
@@ -493,8 +744,13 @@ where
                     source.forbidden(watch_id, false);
                     source.healthy(watch_id, SourceState::Relisting);
                 }
-                Ok(watcher::Event::InitApply(_)) => {}
+                Ok(watcher::Event::InitApply(object)) => {
+                    if !listed_once {
+                        first_listed(&object);
+                    }
+                }
                 Ok(watcher::Event::InitDone) => {
+                    listed_once = true;
                     source.healthy(watch_id, SourceState::Connected);
                     let _ = dirty.send(Dirty::All);
                 }
@@ -570,6 +826,46 @@ struct ClusterState {
 struct SourcesInner {
     clusters: BTreeMap<String, ClusterState>,
     listener: Option<(broadcast::Sender<FleetEvent>, mpsc::UnboundedSender<Dirty>)>,
+    /// Every watch cache, by cluster and kind, with how to measure it.
+    caches: Vec<(String, String, MeasureCache)>,
+}
+
+/// Measures one watch cache when asked: its objects and their approximate size.
+type MeasureCache = Arc<dyn Fn() -> (usize, usize) + Send + Sync>;
+
+/// What one watch cache holds, for Tower's own metrics.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheSize {
+    /// The cluster it watches.
+    pub cluster: String,
+    /// The kind it holds.
+    pub kind: String,
+    /// Objects held.
+    pub objects: usize,
+    /// Approximately the bytes they take: their JSON size ([`json_size`]).
+    pub bytes: usize,
+}
+
+/// An object's size as JSON, counted without writing it anywhere: the measure of a watch cache's bytes.
+/// The objects live in memory as structs and `serde_json::Value` trees, which take from about as much
+/// (typed objects) to about twice as much (`Value` maps) as their JSON; the ratio per kind is in
+/// ARCHITECTURE.md.
+pub fn json_size<K: serde::Serialize>(object: &K) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    match serde_json::to_writer(&mut counter, object) {
+        Ok(()) => counter.0,
+        Err(_) => 0,
+    }
 }
 
 /// The connection state of every cluster, rolled up from its watches.
@@ -578,6 +874,8 @@ pub struct Sources {
     inner: Arc<Mutex<SourcesInner>>,
     /// Ticks whenever any watch's state changes, for [`Sources::settled`].
     changed: Arc<tokio::sync::watch::Sender<()>>,
+    /// How far the first lists of Components and Applications have come.
+    first_lists: Arc<FirstLists>,
 }
 
 impl Default for Sources {
@@ -585,7 +883,54 @@ impl Default for Sources {
         Self {
             inner: Arc::default(),
             changed: Arc::new(tokio::sync::watch::Sender::new(())),
+            first_lists: Arc::default(),
         }
+    }
+}
+
+/// How far the first lists have come, counted as their pages arrive (the reflector stores show a list only
+/// once it is complete): for the progress a starting Tower answers with.
+#[derive(Debug, Default)]
+pub struct FirstLists {
+    /// Components listed so far.
+    components: AtomicUsize,
+    /// The services among the Applications listed so far; emptied once the first picture is out.
+    services_with_applications: Mutex<HashSet<String>>,
+    /// Set once the first picture is out: nothing is counted after.
+    over: AtomicBool,
+}
+
+impl FirstLists {
+    fn component_listed(&self) {
+        self.components.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn application_listed(&self, service: String) {
+        if !self.over.load(Ordering::Relaxed) {
+            self.services().insert(service);
+        }
+    }
+
+    fn services(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.services_with_applications
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Components listed so far.
+    pub fn components(&self) -> usize {
+        self.components.load(Ordering::Relaxed)
+    }
+
+    /// Services with at least one Application listed so far.
+    pub fn services_with_applications(&self) -> usize {
+        self.services().len()
+    }
+
+    /// The first picture is out: the counts are not asked for again, so their memory goes.
+    pub fn finish(&self) {
+        self.over.store(true, Ordering::Relaxed);
+        *self.services() = HashSet::new();
     }
 }
 
@@ -652,6 +997,11 @@ impl Sources {
             })
     }
 
+    /// How far the first lists of Components and Applications have come.
+    pub fn first_lists(&self) -> &FirstLists {
+        &self.first_lists
+    }
+
     /// Where changes are announced.
     pub fn set_listener(
         &self,
@@ -670,6 +1020,29 @@ impl Sources {
                 cluster: cluster.clone(),
                 environment: state.environment.clone(),
                 state: roll_up(&state.watches),
+            })
+            .collect()
+    }
+
+    /// Every watch cache's objects and approximate bytes, by cluster and kind (measured now: walks every
+    /// object, so for a scrape, not a request path).
+    pub fn cache_sizes(&self) -> Vec<CacheSize> {
+        // Measured outside the lock, which the watches take on every event.
+        let caches = self.lock().caches.clone();
+        // Two watches of one kind on one cluster (a claim kind also configured as composed) are one series.
+        let mut sizes = BTreeMap::<(String, String), (usize, usize)>::new();
+        for (cluster, kind, measure) in caches {
+            let (objects, bytes) = measure();
+            let size = sizes.entry((cluster, kind)).or_default();
+            *size = (size.0 + objects, size.1 + bytes);
+        }
+        sizes
+            .into_iter()
+            .map(|((cluster, kind), (objects, bytes))| CacheSize {
+                cluster,
+                kind,
+                objects,
+                bytes,
             })
             .collect()
     }
@@ -760,6 +1133,23 @@ impl Sources {
 }
 
 impl SourceHandle {
+    /// Registers the cache of a watch of `kind` on this cluster for [`Sources::cache_sizes`].
+    fn add_cache<K>(&self, kind: &str, store: Store<K>)
+    where
+        K: Resource + Clone + serde::Serialize + Send + Sync + 'static,
+        K::DynamicType: Clone + Eq + Hash + Send + Sync,
+    {
+        let measure: MeasureCache = Arc::new(move || {
+            let objects = store.state();
+            let bytes = objects.iter().map(|o| json_size(o.as_ref())).sum();
+            (objects.len(), bytes)
+        });
+        self.sources
+            .lock()
+            .caches
+            .push((self.cluster.clone(), kind.to_string(), measure));
+    }
+
     /// Adds a watch to the cluster's roll-up; returns its id for [`SourceHandle::healthy`] and
     /// [`SourceHandle::failed`].
     pub(crate) fn add_watch(&self) -> usize {
@@ -869,6 +1259,300 @@ mod tests {
         );
         prod.forbidden(rollouts, false);
         assert!(sources.forbidden_kinds().is_empty());
+    }
+
+    /// An Argo CD Application as Argo CD writes it, everything the status carries.
+    fn full_application() -> DynamicObject {
+        let source = |revision: &str| {
+            serde_json::json!({
+                "repoURL": "https://git.example/acme/payments", "path": "chart", "targetRevision": revision,
+                "helm": {"releaseName": "payments", "valueFiles": ["values-prod.yaml"]},
+            })
+        };
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "argoproj.io/v1alpha1",
+            "kind": "Application",
+            "metadata": {
+                "name": "payments-prod",
+                "namespace": "argocd",
+                "labels": {"platform.tower.dev/component": "payments"},
+                "annotations": {LAST_APPLIED: "{\"a\":\"whole copy\"}", "tower.dev/version": "1.2.0"},
+                "ownerReferences": [{"apiVersion": "argoproj.io/v1alpha1", "kind": "ApplicationSet",
+                    "name": "catalog", "uid": "1"}],
+            },
+            "spec": {"project": "services", "source": source("bbbbbbb"),
+                "destination": {"name": "prod-eu", "namespace": "payments"}},
+            "status": {
+                "controllerNamespace": "argocd",
+                "sourceType": "Helm",
+                "reconciledAt": "2025-05-01T10:00:00Z",
+                "sync": {"status": "OutOfSync", "revision": "bbbbbbb",
+                    "comparedTo": {"source": source("bbbbbbb")}},
+                "health": {"status": "Degraded", "message": "canary failed",
+                    "lastTransitionTime": "2025-05-01T09:00:00Z"},
+                "conditions": [{"type": "SyncError", "message": "the server could not find the requested resource (monitoring.coreos.com/ServiceMonitor)"}],
+                "history": [
+                    {"id": 1, "revision": "aaaaaaa", "deployedAt": "2025-04-30T10:00:00Z",
+                        "deployStartedAt": "2025-04-30T09:59:00Z", "source": source("aaaaaaa"),
+                        "initiatedBy": {"automated": true}},
+                    {"id": 2, "revision": "bbbbbbb", "deployedAt": "2025-05-01T08:00:00Z",
+                        "deployStartedAt": "2025-05-01T07:59:00Z", "source": source("bbbbbbb"),
+                        "initiatedBy": {"automated": true}},
+                ],
+                "operationState": {
+                    "operation": {"sync": {"revision": "bbbbbbb"}, "initiatedBy": {"automated": true}},
+                    "phase": "Failed",
+                    "message": "one or more objects failed to apply",
+                    "startedAt": "2025-05-01T07:59:00Z",
+                    "finishedAt": "2025-05-01T08:00:00Z",
+                    "syncResult": {"revision": "bbbbbbb", "source": source("bbbbbbb"), "resources": [
+                        {"group": "monitoring.coreos.com", "version": "v1", "kind": "ServiceMonitor",
+                            "namespace": "payments", "name": "payments", "status": "SyncFailed",
+                            "message": "The Kubernetes API could not find monitoring.coreos.com/ServiceMonitor for requested resource payments/payments. Make sure the \"ServiceMonitor\" CRD is installed on the destination cluster.",
+                            "hookPhase": "Failed", "syncPhase": "Sync"},
+                    ]},
+                },
+                "resources": [
+                    {"group": "argoproj.io", "version": "v1alpha1", "kind": "Rollout",
+                        "namespace": "payments", "name": "payments", "status": "Synced",
+                        "health": {"status": "Healthy"}},
+                    {"group": "apiextensions.k8s.io", "version": "v1", "kind": "CustomResourceDefinition",
+                        "name": "servicemonitors.monitoring.coreos.com", "status": "Synced"},
+                ],
+                "summary": {"externalURLs": ["https://payments.acme.example"], "images": ["payments:bbbbbbb"]},
+            },
+        }))
+        .expect("an application")
+    }
+
+    #[test]
+    fn an_application_keeps_exactly_what_cards_and_the_platform_page_read() {
+        let full = full_application();
+        let mut trimmed = full.clone();
+        trim_application(&mut trimmed);
+        let installers = |app: &DynamicObject| crate::platform::Installers::of([app]);
+        // Everything read from it reads the same.
+        assert_eq!(
+            super::super::cards::application_view(&trimmed),
+            super::super::cards::application_view(&full)
+        );
+        assert_eq!(
+            super::super::cards::previous_version(&trimmed.data),
+            super::super::cards::previous_version(&full.data)
+        );
+        assert_eq!(
+            super::super::cards::deploys(&trimmed.data),
+            super::super::cards::deploys(&full.data)
+        );
+        assert_eq!(
+            installers(&trimmed).waiting(&trimmed),
+            installers(&full).waiting(&full)
+        );
+        assert_eq!(
+            installers(&full)
+                .waiting(&full)
+                .and_then(|waiting| waiting.from),
+            Some("payments-prod".to_string())
+        );
+        // And nothing else is kept of the status.
+        assert_eq!(
+            trimmed.data["status"],
+            serde_json::json!({
+                "reconciledAt": "2025-05-01T10:00:00Z",
+                "sync": {"status": "OutOfSync", "revision": "bbbbbbb"},
+                "health": {"status": "Degraded", "message": "canary failed"},
+                "conditions": [{"type": "SyncError", "message": "the server could not find the requested resource (monitoring.coreos.com/ServiceMonitor)"}],
+                "history": [
+                    {"revision": "aaaaaaa", "deployedAt": "2025-04-30T10:00:00Z"},
+                    {"revision": "bbbbbbb", "deployedAt": "2025-05-01T08:00:00Z"},
+                ],
+                "operationState": {
+                    "phase": "Failed",
+                    "message": "one or more objects failed to apply",
+                    "startedAt": "2025-05-01T07:59:00Z",
+                    "finishedAt": "2025-05-01T08:00:00Z",
+                    "syncResult": {"resources": [{"kind": "ServiceMonitor", "name": "payments",
+                        "message": "The Kubernetes API could not find monitoring.coreos.com/ServiceMonitor for requested resource payments/payments. Make sure the \"ServiceMonitor\" CRD is installed on the destination cluster."}]},
+                },
+                "resources": [{"kind": "CustomResourceDefinition", "name": "servicemonitors.monitoring.coreos.com"}],
+                "summary": {"externalURLs": ["https://payments.acme.example"]},
+            })
+        );
+        // The spec, labels, owner and other annotations stay: the Config tab and the `/config` page show them.
+        assert_eq!(trimmed.data["spec"], full.data["spec"]);
+        assert_eq!(
+            trimmed.metadata.owner_references,
+            full.metadata.owner_references
+        );
+        assert_eq!(trimmed.metadata.labels, full.metadata.labels);
+        let annotations = trimmed.metadata.annotations.expect("annotations");
+        assert_eq!(
+            annotations.keys().collect::<Vec<_>>(),
+            ["tower.dev/version"]
+        );
+    }
+
+    #[test]
+    fn a_pod_keeps_exactly_what_its_card_row_reads() {
+        let full: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {
+                "name": "payments-7d9f-abcde", "namespace": "payments", "generateName": "payments-7d9f-",
+                "labels": {"platform.tower.dev/component": "payments", "pod-template-hash": "7d9f"},
+                "annotations": {"kubectl.kubernetes.io/restartedAt": "2025-05-01T08:00:00Z"},
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "payments-7d9f", "uid": "1"}],
+            },
+            "spec": {
+                "containers": [
+                    {"name": "app", "image": "registry.example/payments:bbbbbbb",
+                        "env": [{"name": "DATABASE_URL", "value": "postgres://payments"}],
+                        "ports": [{"containerPort": 8080}],
+                        "readinessProbe": {"httpGet": {"path": "/healthz", "port": 8080}}},
+                    {"name": "proxy", "image": "envoy:1.30"},
+                ],
+                "volumes": [{"name": "config", "configMap": {"name": "payments"}}],
+                "nodeName": "node-1",
+            },
+            "status": {
+                "phase": "Running",
+                "startTime": "2025-05-01T08:00:00Z",
+                "podIP": "10.0.0.7",
+                "conditions": [{"type": "Ready", "status": "False"}],
+                "containerStatuses": [
+                    {"name": "app", "ready": false, "restartCount": 4, "image": "registry.example/payments:bbbbbbb",
+                        "imageID": "sha256:1", "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 5m0s"}},
+                        "lastState": {"terminated": {"exitCode": 1}}},
+                    {"name": "proxy", "ready": true, "restartCount": 1, "image": "envoy:1.30", "imageID": "sha256:2",
+                        "state": {"running": {"startedAt": "2025-05-01T08:00:00Z"}}},
+                ],
+            },
+        }))
+        .expect("a pod");
+        let mut trimmed = full.clone();
+        trim_pod(&mut trimmed);
+        assert_eq!(
+            super::super::cards::pod_view("prod", &trimmed),
+            super::super::cards::pod_view("prod", &full)
+        );
+        assert_eq!(
+            serde_json::to_value(&trimmed).expect("json"),
+            serde_json::json!({
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": "payments-7d9f-abcde", "namespace": "payments",
+                    "labels": {"platform.tower.dev/component": "payments", "pod-template-hash": "7d9f"},
+                },
+                "spec": {"containers": [
+                    {"name": "app", "image": "registry.example/payments:bbbbbbb"},
+                    {"name": "proxy", "image": "envoy:1.30"},
+                ]},
+                "status": {
+                    "phase": "Running",
+                    "startTime": "2025-05-01T08:00:00Z",
+                    "containerStatuses": [
+                        {"name": "app", "ready": false, "restartCount": 4, "image": "", "imageID": "",
+                            "state": {"waiting": {"reason": "CrashLoopBackOff"}}},
+                        {"name": "proxy", "ready": true, "restartCount": 1, "image": "", "imageID": ""},
+                    ],
+                },
+            })
+        );
+    }
+
+    #[test]
+    fn a_rollout_keeps_its_steps_and_counts_and_a_secret_its_refresh() {
+        let mut rollout: DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
+            "metadata": {"name": "payments", "namespace": "payments"},
+            "spec": {
+                "replicas": 3,
+                "template": {"spec": {"containers": [{"name": "app", "image": "payments:bbbbbbb"}]}},
+                "strategy": {"canary": {"steps": [{"setWeight": 20}, {"pause": {"duration": "30s"}}, {"analysis": {}}],
+                    "canaryService": "payments-canary"}},
+            },
+            "status": {"phase": "Paused", "message": "CanaryPauseStep", "currentStepIndex": 1, "replicas": 4,
+                "readyReplicas": 4, "updatedReplicas": 1, "conditions": [{"type": "Progressing"}],
+                "currentPodHash": "7d9f"},
+        }))
+        .expect("a rollout");
+        let full = rollout.clone();
+        trim_rollout(&mut rollout);
+        assert_eq!(
+            super::super::cards::rollout_view(&rollout),
+            super::super::cards::rollout_view(&full)
+        );
+        assert!(rollout.data["spec"].get("template").is_none());
+        assert!(rollout.data["status"].get("conditions").is_none());
+
+        let mut secret: DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "external-secrets.io/v1", "kind": "ExternalSecret",
+            "metadata": {"name": "payments-db", "namespace": "payments"},
+            "spec": {"refreshInterval": "1h", "secretStoreRef": {"name": "vault"}},
+            "status": {"refreshTime": "2025-05-01T08:00:00Z", "syncedResourceVersion": "1-abc",
+                "binding": {"name": "payments-db"},
+                "conditions": [{"type": "Ready", "status": "False", "message": "vault sealed"}]},
+        }))
+        .expect("an external secret");
+        let full = secret.clone();
+        trim_external_secret(&mut secret);
+        let now = "2025-05-01T10:00:00Z".parse().ok();
+        assert_eq!(
+            super::super::cards::secret_view(&secret, now),
+            super::super::cards::secret_view(&full, now)
+        );
+        assert_eq!(secret.data["spec"], full.data["spec"]);
+        assert!(secret.data["status"].get("binding").is_none());
+    }
+
+    #[test]
+    fn only_keeps_the_values_at_the_pointers_where_they_were() {
+        let mut data = serde_json::json!({"a": {"b": 1, "c": [2]}, "d": "e"});
+        assert_eq!(
+            only(&mut data, &["/a/c", "/d", "/x/y"]),
+            serde_json::json!({"a": {"c": [2]}, "d": "e"})
+        );
+    }
+
+    #[test]
+    fn a_cache_size_is_its_objects_json() {
+        let sources = Sources::default();
+        let handle = sources.register("prod", Some("prod".into()));
+        let mut writer = reflector::store::Writer::<Namespace>::default();
+        handle.add_cache("Namespace", writer.as_reader());
+        let namespace: Namespace =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": "payments"}}))
+                .expect("a namespace");
+        let size = json_size(&namespace);
+        writer.apply_watcher_event(&watcher::Event::Apply(namespace));
+        assert_eq!(
+            sources.cache_sizes(),
+            [CacheSize {
+                cluster: "prod".into(),
+                kind: "Namespace".into(),
+                objects: 1,
+                bytes: size,
+            }]
+        );
+        assert_eq!(
+            size,
+            r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"payments"}}"#.len()
+        );
+    }
+
+    #[test]
+    fn the_first_lists_count_components_and_services_with_applications_until_the_picture_is_out() {
+        let lists = FirstLists::default();
+        lists.component_listed();
+        lists.component_listed();
+        lists.application_listed("payments".into());
+        lists.application_listed("payments".into());
+        assert_eq!(
+            (lists.components(), lists.services_with_applications()),
+            (2, 1)
+        );
+        lists.finish();
+        lists.application_listed("ledger".into());
+        assert_eq!(lists.services_with_applications(), 0);
     }
 
     #[test]

@@ -24,7 +24,7 @@ use tokio::sync::broadcast::error::RecvError;
 
 use crate::auth::CurrentUser;
 use crate::error::{Error, Result};
-use crate::routes::{ApiRoutes, READY_WAIT, Serving, ready};
+use crate::routes::{ApiRoutes, READY_WAIT, Serving, loaded, ready};
 use crate::state::AppState;
 use crate::upstream::argocd::ArgoCdError;
 
@@ -39,9 +39,10 @@ pub fn routes(api: ApiRoutes) -> ApiRoutes {
         .serve::<Events, _, _>(events)
 }
 
-/// Served from the list the model serialized (and gzipped) when it last changed: no work per request.
+/// Served from the list the model serialized (and gzipped) when it last changed: no work per request. Until
+/// the first picture is complete it answers at once with how far it is, which the page shows and retries.
 async fn list_services(State(state): State<AppState>, headers: HeaderMap) -> Result<Response> {
-    ready(&state).await?;
+    loaded(&state)?;
     let gzip_ok = headers
         .get(header::ACCEPT_ENCODING)
         .and_then(|v| v.to_str().ok())
