@@ -3,37 +3,11 @@
 // since when, the Overview's cell says which cluster is lost, and both come back by themselves.
 //
 // This fleet needs its own Tower and sandbox, started here beside the suite's (ports offset from its own).
-import { test, expect, type Page } from '@playwright/test';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { assets, sandboxPort, towerBin, towerPort } from '../playwright.config';
+import { test, expect } from '@playwright/test';
 import { expectAccessible } from './axe';
+import { asGuestOn, ownTower } from './own-tower';
 
-const port = towerPort + 7;
-const sandboxAt = `http://127.0.0.1:${sandboxPort + 7}`;
-const base = `http://127.0.0.1:${port}`;
-let tower: ChildProcess | undefined;
-
-test.beforeAll(async () => {
-  test.setTimeout(90_000);
-  tower = spawn(
-    towerBin,
-    ['serve', '--sandbox', '--listen', `127.0.0.1:${port}`, '--sandbox-listen', `127.0.0.1:${sandboxPort + 7}`,
-      '--assets', assets, '--speed', '10', '--sandbox-no-metrics', '--prod-clusters', '2'],
-    { stdio: ['ignore', 'ignore', 'inherit'] },
-  );
-  await expect
-    .poll(async () => (await fetch(`${base}/readyz`).catch(() => undefined))?.status, { timeout: 80_000 })
-    .toBe(200);
-});
-
-test.afterAll(async () => {
-  // SIGTERM, so Tower removes its sandbox's temporary folders, which `cargo xtask test` checks.
-  if (tower && tower.exitCode === null) {
-    const exited = new Promise((resolve) => tower?.once('exit', resolve));
-    tower.kill('SIGTERM');
-    await exited;
-  }
-});
+const { base, sandboxAt } = ownTower(7, ['--speed', '10', '--prod-clusters', '2'], 80_000);
 
 /** Tells the sandbox to stop (or restart) answering for `cluster`, as a cluster that goes down does. */
 async function setReachable(cluster: string, reachable: boolean) {
@@ -45,17 +19,9 @@ async function setReachable(cluster: string, reachable: boolean) {
   expect(response.status).toBe(200);
 }
 
-/** This Tower's own guest session: the suite's saved cookies belong to the other Tower. */
-async function asGuest(page: Page, path: string) {
-  await page.context().clearCookies();
-  await page.goto(`${base}${path}`);
-  await page.getByTestId('continue-as-guest').click();
-  await expect(page.getByTestId('user-name')).toHaveText('Guest');
-}
-
 test('with prod-us stopped, the payments prod card shows prod-eu live and prod-us unreachable', async ({ page }) => {
   test.setTimeout(120_000);
-  await asGuest(page, '/services/payments');
+  await asGuestOn(page, base, '/services/payments');
   const prod = page.locator('[data-testid="deployment-card"][data-env="prod"]');
   const row = (cluster: string) => prod.locator(`[data-testid="card-cluster"][data-cluster="${cluster}"]`);
   await expect(row('prod-eu')).toHaveAttribute('data-state', 'live');

@@ -4,13 +4,14 @@
 //
 // Needs target/kube/bin (`cargo xtask kube build`, which the test command runs first); skipped without it
 // except on CI, where that is a failure.
-import { test, expect, type Page } from '@playwright/test';
+import { test, expect } from '@playwright/test';
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { assets, towerBin, towerPort } from '../playwright.config';
 import { expectAccessible } from './axe';
+import { asGuestOn, stop, untilReady } from './own-tower';
 
 const repo = path.resolve(__dirname, '../..');
 const binaries = path.join(repo, 'target/kube/bin/kube-apiserver');
@@ -46,34 +47,20 @@ test.beforeAll(async () => {
   tower = spawn(towerBin, ['serve', '--config', path.join(out, 'tower.yaml'), '--assets', assets], {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
-  await expect
-    .poll(async () => (await fetch(`${base}/readyz`).catch(() => undefined))?.status, { timeout: 60_000 })
-    .toBe(200);
+  await untilReady(base, 60_000);
 });
 
 test.afterAll(async () => {
   // SIGTERM and SIGINT (kube-up's Ctrl-C), so both remove their temporary folders, which the test command checks.
-  for (const [child, signal] of [[tower, 'SIGTERM'], [platform, 'SIGINT']] as const) {
-    if (child && child.exitCode === null) {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill(signal);
-      await exited;
-    }
-  }
+  await stop(tower, 'SIGTERM');
+  await stop(platform, 'SIGINT');
   if (out) fs.rmSync(out, { recursive: true, force: true });
 });
-
-async function asGuest(page: Page, pathname: string) {
-  await page.context().clearCookies();
-  await page.goto(`${base}${pathname}`);
-  await page.getByTestId('continue-as-guest').click();
-  await expect(page.getByTestId('user-name')).toHaveText('Guest');
-}
 
 test('the Overview shows the fixture fleet read from real API servers', async ({ page }) => {
   test.setTimeout(90_000);
   await page.setViewportSize({ width: 1280, height: 720 });
-  await asGuest(page, '/');
+  await asGuestOn(page, base, '/');
   for (const service of ['cart', 'catalog', 'checkout', 'ledger', 'payments', 'recommendations', 'refunds', 'search']) {
     await expect(page.locator(`[data-testid="matrix-cell"][data-service="${service}"][data-env="prod"]`)).toBeVisible();
   }

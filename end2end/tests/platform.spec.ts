@@ -5,11 +5,10 @@
 // on the event stream, and a cluster brought up from nothing (`--fresh dev`) shows apps waiting for another
 // app's CRDs before they converge.
 import { test, expect, type Locator, type Page } from '@playwright/test';
-import { spawn, type ChildProcess } from 'node:child_process';
 import * as path from 'node:path';
-import { assets, sandboxPort, towerBin, towerPort } from '../playwright.config';
 import { sandboxUrl, signInAsGuest } from './session';
 import { expectAccessible } from './axe';
+import { asGuestOn, ownTower } from './own-tower';
 
 const cell = (page: Page, component: string, cluster: string): Locator =>
   page.getByTestId(`platform-cell-${component}-${cluster}`);
@@ -138,39 +137,11 @@ test("a Release's and a Database's own Applications show where Tower shows the r
 });
 
 test.describe('a workload cluster brought up from nothing', () => {
-  const port = towerPort + 9;
-  const base = `http://127.0.0.1:${port}`;
-  let tower: ChildProcess | undefined;
-
-  test.beforeAll(async () => {
-    test.setTimeout(120_000);
-    tower = spawn(
-      towerBin,
-      [
-        'serve', '--sandbox', '--fresh', 'dev', '--sandbox-no-metrics',
-        '--listen', `127.0.0.1:${port}`, '--sandbox-listen', `127.0.0.1:${sandboxPort + 9}`,
-        '--assets', assets, '--speed', '10',
-      ],
-      { stdio: ['ignore', 'ignore', 'inherit'] },
-    );
-    await expect
-      .poll(async () => (await fetch(`${base}/readyz`).catch(() => undefined))?.status, { timeout: 90_000 })
-      .toBe(200);
-  });
-
-  test.afterAll(async () => {
-    if (tower && tower.exitCode === null) {
-      const exited = new Promise((resolve) => tower?.once('exit', resolve));
-      tower.kill('SIGTERM');
-      await exited;
-    }
-  });
+  const { base } = ownTower(9, ['--fresh', 'dev', '--speed', '10'], 90_000);
 
   test('apps waiting for another app\'s CRD say so, apart from failures, then converge', async ({ page }) => {
     test.setTimeout(150_000);
-    await page.goto(`${base}/platform`);
-    await page.getByTestId('continue-as-guest').click();
-    await expect(page.getByTestId('user-name')).toHaveText('Guest');
+    await asGuestOn(page, base, '/platform');
     await loaded(page);
 
     const waiting = page.getByTestId('platform-waiting');

@@ -4,43 +4,14 @@
 //
 // This fleet needs its own Tower and sandbox, started here beside the suite's (ports offset from its own).
 import { test, expect, type Page } from '@playwright/test';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { assets, sandboxPort, towerBin, towerPort } from '../playwright.config';
+import { asGuestOn, ownTower } from './own-tower';
 
 const SERVICES = 2000;
-const port = towerPort + 10;
-const sandboxAt = `http://127.0.0.1:${sandboxPort + 10}`;
-const base = `http://127.0.0.1:${port}`;
-let tower: ChildProcess | undefined;
+const { base, sandboxAt } = ownTower(10, ['--scale', String(SERVICES), '--scale-runs', String(SERVICES)], 230_000);
 
-test.beforeAll(async () => {
-  test.setTimeout(240_000);
-  tower = spawn(
-    towerBin,
-    ['serve', '--sandbox', '--listen', `127.0.0.1:${port}`, '--sandbox-listen', `127.0.0.1:${sandboxPort + 10}`,
-      '--assets', assets, '--sandbox-no-metrics', '--scale', String(SERVICES), '--scale-runs', String(SERVICES)],
-    { stdio: ['ignore', 'ignore', 'inherit'] },
-  );
-  await expect
-    .poll(async () => (await fetch(`${base}/readyz`).catch(() => undefined))?.status, { timeout: 230_000, intervals: [1_000] })
-    .toBe(200);
-});
-
-test.afterAll(async () => {
-  // SIGTERM, so Tower removes its sandbox's temporary folders, which `cargo xtask test` checks.
-  if (tower && tower.exitCode === null) {
-    const exited = new Promise((resolve) => tower?.once('exit', resolve));
-    tower.kill('SIGTERM');
-    await exited;
-  }
-});
-
-/** The Overview as this Tower's own guest: the suite's saved cookies belong to the other Tower. */
+/** The Overview as this Tower's own guest. */
 async function openOverview(page: Page) {
-  await page.context().clearCookies();
-  await page.goto(`${base}/`);
-  await page.getByTestId('continue-as-guest').click();
-  await expect(page.getByTestId('user-name')).toHaveText('Guest');
+  await asGuestOn(page, base, '/');
   await expect(page.getByTestId('fleet-table')).toBeVisible({ timeout: 30_000 });
 }
 
