@@ -3,7 +3,8 @@
 //! sandbox --scale N` and `tower serve --config` run as separate release processes, and the bench prints:
 //!
 //! - the time from Tower's start to its first picture (`/readyz` 200), and the sandbox's seeding time;
-//! - Tower's RSS once settled, its watch caches by kind (from its `/metrics`), and the sandbox's RSS;
+//! - how long Tower stays busy after it (the catalog read and forge lookups every service starts), its RSS
+//!   once idle, its watch caches by kind (from its `/metrics`), and the sandbox's RSS;
 //! - `GET /api/v1/services` p50 and p99 under wrk (gzip, as browsers ask), and the stream's snapshot size;
 //! - in Chromium (`end2end/bench/scale.bench.ts`): the Overview's first row painted, search to one row,
 //!   clearing the search, a scroll to the last row, the rows and nodes in the DOM, and the JS heap.
@@ -39,8 +40,9 @@ pub struct ScaleArgs {
     /// Concurrent wrk connections.
     #[arg(long, default_value_t = 32)]
     pub connections: u32,
-    /// Seconds Tower is left alone after its first picture before its memory is read.
-    #[arg(long, default_value_t = 20)]
+    /// Seconds at most Tower is given after its first picture to settle (its CPU under 10% for 3 s: the
+    /// catalog read and the forge lookups each service starts are done) before it is measured.
+    #[arg(long, default_value_t = 300)]
     pub settle: u64,
     /// Leave Chromium out (the server's numbers only).
     #[arg(long)]
@@ -54,6 +56,8 @@ struct Measured {
     sandbox_seeded_s: f64,
     sandbox_rss_mib: f64,
     first_picture_s: f64,
+    /// Seconds from the first picture until Tower was idle.
+    settled_s: f64,
     tower_rss_mib: f64,
     /// `tower_watch_cache_*` samples from Tower's `/metrics`, by their labels.
     caches: Vec<(String, f64)>,
@@ -106,7 +110,8 @@ fn measure(args: &ScaleArgs, binary: &std::path::Path, services: usize) -> Resul
     println!("first picture after {first_picture_s:.1} s");
     let cookie = wait_for_guest_session(Duration::from_secs(60))?;
 
-    std::thread::sleep(Duration::from_secs(args.settle));
+    let settled_s = wait_until_idle(&tower, Duration::from_secs(args.settle))?;
+    println!("settled {settled_s:.1} s after the first picture (its CPU under 10% for 3 s)");
     let tower_rss_mib = mib(rss_kib(&tower));
     let sandbox_rss_mib = mib(rss_kib(&sandbox));
     let caches = watch_caches()?;
@@ -136,6 +141,7 @@ fn measure(args: &ScaleArgs, binary: &std::path::Path, services: usize) -> Resul
         sandbox_seeded_s,
         sandbox_rss_mib,
         first_picture_s,
+        settled_s,
         tower_rss_mib,
         caches,
         list_p50: list.p50,
@@ -174,6 +180,35 @@ fn wait_until_ready(tower: &Server, limit: Duration) -> Result<()> {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// Waits until `process` has used under 10% of a core for 3 s in a row, at most `limit`; returns how long
+/// that took (`limit` when it never was).
+fn wait_until_idle(process: &Server, limit: Duration) -> Result<f64> {
+    let cpu_seconds = || -> Option<f64> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", process.0.id())).ok()?;
+        // After the command name in parentheses: state is field 3, utime 14 and stime 15 (1-based).
+        let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+        let ticks: f64 =
+            fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+        Some(ticks / CLOCK_TICKS_PER_SECOND)
+    };
+    let started = Instant::now();
+    let mut quiet = 0;
+    let mut before = cpu_seconds().context("reading Tower's CPU time")?;
+    while started.elapsed() < limit {
+        std::thread::sleep(Duration::from_secs(1));
+        let now = cpu_seconds().context("reading Tower's CPU time")?;
+        quiet = if now - before < 0.1 { quiet + 1 } else { 0 };
+        before = now;
+        if quiet >= 3 {
+            return Ok(started.elapsed().as_secs_f64() - 3.0);
+        }
+    }
+    Ok(limit.as_secs_f64())
+}
+
+/// `USER_HZ`, the unit of `/proc/<pid>/stat`'s CPU times: 100 on every Linux this runs on.
+const CLOCK_TICKS_PER_SECOND: f64 = 100.0;
 
 /// Tower's own account of its watch caches: every `tower_watch_cache_*` sample on `/metrics`.
 fn watch_caches() -> Result<Vec<(String, f64)>> {
@@ -269,6 +304,12 @@ const ROWS: &[Row] = &[
         label: "first picture after start",
         target: "< 10 s",
         value: |m| Some(m.first_picture_s),
+        unit: "s",
+    },
+    Row {
+        label: "busy after the first picture",
+        target: "",
+        value: |m| Some(m.settled_s),
         unit: "s",
     },
     Row {
