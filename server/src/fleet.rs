@@ -37,6 +37,16 @@ use self::watch::Sources;
 const EVENT_BUFFER: usize = 4096;
 /// How long dirty marks are gathered before a recompute, so a burst of watch events costs one pass.
 const BATCH_WINDOW: Duration = Duration::from_millis(25);
+/// The longest a change waits to be gathered, however long recomputes take.
+const LONGEST_BATCH_WINDOW: Duration = Duration::from_secs(2);
+
+/// How long to gather dirty marks after a recompute that took `took`: at least as long as it took, so
+/// recomputing uses at most about half a core. A pass indexes every store, so at ten thousand services one
+/// costs tens of milliseconds; a stream of small changes (the forge answering each service's lookups after
+/// a start) in 25 ms windows would otherwise keep a core busy and queue requests behind it.
+fn batch_window_after(took: Duration) -> Duration {
+    took.clamp(BATCH_WINDOW, LONGEST_BATCH_WINDOW)
+}
 /// How many activity items are kept.
 const ACTIVITY_KEPT: usize = 50;
 
@@ -724,13 +734,16 @@ impl FleetModel {
             .await;
         let _ = ready.send(true);
         self.inner.sources.first_lists().finish();
+        let mut window = BATCH_WINDOW;
         while let Some(first) = dirty.recv().await {
-            tokio::time::sleep(BATCH_WINDOW).await;
+            tokio::time::sleep(window).await;
             let mut batch = BTreeSet::from([first]);
             while let Ok(more) = dirty.try_recv() {
                 batch.insert(more);
             }
+            let started = std::time::Instant::now();
             self.recompute_off_the_workers(batch).await;
+            window = batch_window_after(started.elapsed());
         }
     }
 
@@ -1305,6 +1318,19 @@ pub fn unreachable_since(state: &SourceState) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn changes_wait_as_long_as_the_last_recompute_took_within_bounds() {
+        assert_eq!(batch_window_after(Duration::from_millis(3)), BATCH_WINDOW);
+        assert_eq!(
+            batch_window_after(Duration::from_millis(80)),
+            Duration::from_millis(80)
+        );
+        assert_eq!(
+            batch_window_after(Duration::from_secs(9)),
+            LONGEST_BATCH_WINDOW
+        );
+    }
 
     #[test]
     fn loading_says_how_many_services_are_in_as_the_app_recognises_it() {
