@@ -718,12 +718,18 @@ impl Inner {
             // The watch fell behind and ended, as a real one ends with 410: list again and re-watch.
             self.watch_apps(state);
             if let Some(management) = self.management() {
-                requested.extend(
-                    management
-                        .list(crate::argocd::API_VERSION, crate::argocd::KIND)
-                        .into_iter()
-                        .filter(|app| app.get("operation").is_some_and(|op| !op.is_null())),
-                );
+                // Picked rather than listed: at scale there are tens of thousands of Applications, and
+                // a burst of changes (a secrets refresh) ends the watch.
+                requested.extend(management.pick(
+                    crate::argocd::API_VERSION,
+                    crate::argocd::KIND,
+                    None,
+                    |app| {
+                        app.get("operation")
+                            .is_some_and(|op| !op.is_null())
+                            .then(|| app.clone())
+                    },
+                ));
             }
         }
         for app in requested {

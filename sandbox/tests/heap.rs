@@ -9,6 +9,9 @@ use std::time::Duration;
 
 use sandbox::{Options, Sandbox, Simulate};
 
+/// What bounded buffers may add after ten simulated minutes, however long the sandbox runs.
+const FILL_UP: usize = 1536 * 1024;
+
 #[global_allocator]
 static ALLOCATOR: dhat::Alloc = dhat::Alloc;
 
@@ -35,7 +38,11 @@ async fn hours_of_simulated_work_leave_the_live_heap_flat() {
         simulator.advance(Duration::from_secs(5 * 60));
         highest = highest.max(live());
     }
-    let limit = early + early / 10;
+    // Bounded buffers that ten minutes leave part-filled (each cluster's live-event ring, container log
+    // rings, the log store) fill in the first hour or so, then stay flat: about a megabyte, whatever the
+    // world's size. Ten per cent of the heap covered it while the store kept JSON trees; with objects kept
+    // serialized the heap is a third of that, so the fill-up is allowed for on its own.
+    let limit = early + early / 10 + FILL_UP;
     assert!(
         highest <= limit,
         "live heap grew from {early} bytes after ten simulated minutes to {highest} (limit {limit})"

@@ -20,7 +20,7 @@ use super::discovery::{self, StatusField};
 use super::error::{Cause, Result, StoreError};
 use super::logs::{self, LogQuery};
 use super::selector::{FieldSelector, LabelSelector, Selection};
-use super::store::{ClusterStore, Write, key_of, metadata, qualified_kind};
+use super::store::{ClusterStore, Write, metadata, qualified_kind};
 use super::watch::{self, WatchQuery};
 use super::{Clusters, ResourceType};
 
@@ -324,6 +324,11 @@ impl Request<'_> {
             (None, ListVersion::Exact(version)) => Some(version),
             (None, ListVersion::Latest | ListVersion::Any) => None,
         };
+        // Selected lists are filtered page by page, so a real apiserver cannot count what remains. Unselected
+        // ones count the rest once, on their first page, and carry the count in the token: counting on
+        // every page made a paged list of n objects cost n²/limit.
+        let counted = !selection.has_selectors();
+        let known = token.as_ref().and_then(|t| t.remaining);
         let page = store.list_page(
             ty,
             selection.namespace.as_deref(),
@@ -332,29 +337,36 @@ impl Request<'_> {
                 .map(|t| (t.namespace.clone(), t.name.clone())),
             limit,
             at,
-            |o| selection.matches(o),
+            counted && known.is_none(),
+            |key, object| selection.matches_stored(key, object),
         )?;
         let resource_version = page.resource_version;
+        let remaining = page
+            .remaining
+            .or_else(|| known.map(|known| known.saturating_sub(page.items.len())));
         let mut list_meta = json!({"resourceVersion": resource_version.to_string()});
         if page.more
-            && let Some(last) = page.items.last()
+            && let Some((namespace, name)) = page.last
         {
-            let (namespace, name) = key_of(last);
             list_meta["continue"] = json!(
                 ContinueToken {
                     resource_version,
                     namespace,
-                    name
+                    name,
+                    remaining,
                 }
                 .encode()
             );
-            // Selected lists are filtered page by page, so a real apiserver cannot count what remains.
-            if !selection.has_selectors() {
-                list_meta["remainingItemCount"] = json!(page.remaining);
+            if let Some(remaining) = remaining.filter(|_| counted) {
+                list_meta["remainingItemCount"] = json!(remaining);
             }
         }
         if self.metadata_only() {
-            let items: Vec<Value> = page.items.iter().map(watch::partial_metadata).collect();
+            let items: Vec<Value> = page
+                .items
+                .iter()
+                .map(|object| watch::partial_metadata(&object.tree()))
+                .collect();
             return Ok(Json(json!({
                 "apiVersion": "meta.k8s.io/v1",
                 "kind": "PartialObjectMetadataList",
@@ -363,21 +375,38 @@ impl Request<'_> {
             }))
             .into_response());
         }
-        Ok(Json(json!({
+        // The items go out as stored, without a tree built for them only to be written again.
+        let head = json!({
             "apiVersion": rt.api_version(),
             "kind": format!("{}List", rt.kind),
             "metadata": list_meta,
-            "items": page.items,
-        }))
-        .into_response())
+        })
+        .to_string();
+        let head = head.strip_suffix('}').unwrap_or(&head);
+        let size = page.items.iter().map(|o| o.json().len() + 1).sum::<usize>();
+        let mut body = Vec::with_capacity(head.len() + size + 16);
+        body.extend_from_slice(head.as_bytes());
+        body.extend_from_slice(b",\"items\":[");
+        for (index, object) in page.items.iter().enumerate() {
+            if index > 0 {
+                body.push(b',');
+            }
+            body.extend_from_slice(object.json());
+        }
+        body.extend_from_slice(b"]}");
+        Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
     }
 
     fn delete_collection(&self, ty: usize, selection: Selection) -> Result<Response> {
         let store = self.store;
         let rt = store.registry().get(ty);
-        let (items, _) = store.list_at(ty, selection.namespace.as_deref());
+        let (objects, _) = store.stored_at(ty, selection.namespace.as_deref());
         let mut deleted = Vec::new();
-        for (namespace, name) in items.iter().filter(|o| selection.matches(o)).map(key_of) {
+        let doomed = objects
+            .into_iter()
+            .filter(|(key, object)| selection.matches_stored(key, object))
+            .map(|(key, _)| key);
+        for (namespace, name) in doomed {
             match store.delete_at(ty, Some(&namespace), &name) {
                 Ok(object) => deleted.push(object),
                 // Deleted meanwhile by someone else: the goal is reached all the same.
@@ -594,6 +623,9 @@ struct ContinueToken {
     #[serde(rename = "ns")]
     namespace: String,
     name: String,
+    /// Objects after this page, counted on the first page of an unselected list, so later pages need not.
+    #[serde(rename = "left", default, skip_serializing_if = "Option::is_none")]
+    remaining: Option<usize>,
 }
 
 impl ContinueToken {

@@ -3,6 +3,7 @@
 use serde_json::Value;
 
 use super::error::{Result, StoreError};
+use super::store::{Key, Stored};
 
 /// One clause of a label selector.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,7 +62,11 @@ impl LabelSelector {
 
     /// Whether an object with these labels (`metadata.labels`, possibly absent) is selected.
     pub(crate) fn matches(&self, labels: Option<&Value>) -> bool {
-        let label = |key: &str| labels.and_then(|l| l.get(key)).and_then(Value::as_str);
+        self.matches_labels(|key| labels.and_then(|l| l.get(key)).and_then(Value::as_str))
+    }
+
+    /// Whether an object whose label values `label` reads is selected.
+    fn matches_labels<'a>(&self, label: impl Fn(&str) -> Option<&'a str>) -> bool {
         self.0.iter().all(|requirement| match requirement {
             Requirement::Equals(k, v) => label(k) == Some(v.as_str()),
             Requirement::NotEquals(k, v) => label(k) != Some(v.as_str()),
@@ -216,19 +221,31 @@ impl FieldSelector {
             })
     }
 
-    /// Whether the object is selected.
-    pub(crate) fn matches(&self, object: &Value) -> bool {
+    /// Whether a stored object is selected: by its key when the selector reads only name and namespace (as
+    /// nearly all do), else by its parsed tree.
+    pub(crate) fn matches_stored(&self, (namespace, name): &Key, object: &Stored) -> bool {
+        let mut tree = None;
         self.0.iter().all(|(path, equal, value)| {
-            let found = path
-                .split('.')
-                .try_fold(object, |v, segment| v.get(segment));
-            let found = match found {
-                Some(Value::String(s)) => s.clone(),
-                Some(Value::Null) | None => String::new(),
-                Some(other) => other.to_string(),
+            let found = match path.as_str() {
+                "metadata.name" => name.clone(),
+                // Cluster-scoped objects are stored under "", which is also what their absent field reads.
+                "metadata.namespace" => namespace.clone(),
+                _ => field(tree.get_or_insert_with(|| object.tree()), path),
             };
             (found == *value) == *equal
         })
+    }
+}
+
+/// A field at a dotted path as a field selector compares it: strings as they are, absent or null as "".
+fn field(object: &Value, path: &str) -> String {
+    let found = path
+        .split('.')
+        .try_fold(object, |v, segment| v.get(segment));
+    match found {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
     }
 }
 
@@ -253,17 +270,14 @@ impl Selection {
         !self.labels.0.is_empty() || !self.fields.0.is_empty()
     }
 
-    /// Whether the object is in the namespace and matches both selectors.
-    pub(crate) fn matches(&self, object: &Value) -> bool {
-        let in_namespace = self.namespace.as_deref().is_none_or(|wanted| {
-            object
-                .pointer("/metadata/namespace")
-                .and_then(Value::as_str)
-                == Some(wanted)
-        });
-        in_namespace
-            && self.labels.matches(object.pointer("/metadata/labels"))
-            && self.fields.matches(object)
+    /// Whether a stored object, under its key, is in the namespace and matches both selectors; its labels
+    /// are read without parsing it.
+    pub(crate) fn matches_stored(&self, key: &Key, object: &Stored) -> bool {
+        self.namespace
+            .as_deref()
+            .is_none_or(|wanted| key.0 == wanted)
+            && self.labels.matches_labels(|label| object.label(label))
+            && self.fields.matches_stored(key, object)
     }
 }
 
@@ -293,7 +307,13 @@ mod tests {
     fn field_selectors_read_dotted_paths() {
         let obj =
             json!({"metadata": {"name": "a", "namespace": "x"}, "status": {"phase": "Running"}});
-        let selects = |s: &str| FieldSelector::parse(s).unwrap().matches(&obj);
+        let stored = Stored::new(&obj);
+        let key = ("x".to_owned(), "a".to_owned());
+        let selects = |s: &str| {
+            FieldSelector::parse(s)
+                .unwrap()
+                .matches_stored(&key, &stored)
+        };
         assert!(selects("metadata.name=a,metadata.namespace!=y"));
         assert!(selects("status.phase==Running"));
         assert!(!selects("metadata.namespace=y"));

@@ -4,7 +4,6 @@ use std::collections::{BTreeMap, VecDeque};
 use std::hash::{BuildHasher, Hasher, RandomState};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
-use axum::body::Bytes;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
@@ -48,10 +47,62 @@ impl EventType {
     }
 }
 
+/// An object as the store keeps it: its JSON text, parsed again only for callers that need a tree, with its
+/// labels beside it so label selectors need not parse it.
+///
+/// A JSON tree takes about seven times its text (every small map is a B-tree node of several hundred
+/// bytes): with `--scale 10000`, stored trees were most of the sandbox's 8 GB. Lists and watches send the
+/// text as it is.
+#[derive(Debug)]
+pub(crate) struct Stored {
+    /// The whole object as JSON.
+    json: Box<[u8]>,
+    /// `metadata.labels` with string values, in the object's order.
+    labels: Box<[(Box<str>, Box<str>)]>,
+}
+
+impl Stored {
+    /// Serializes an object (a tree always serializes) and takes its labels.
+    pub(crate) fn new(object: &Value) -> Arc<Self> {
+        let labels = object
+            .pointer("/metadata/labels")
+            .and_then(Value::as_object)
+            .map(|labels| {
+                labels
+                    .iter()
+                    .filter_map(|(key, value)| Some((key.as_str().into(), value.as_str()?.into())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Arc::new(Self {
+            json: serde_json::to_vec(object).unwrap_or_default().into(),
+            labels,
+        })
+    }
+
+    /// The object as JSON text.
+    pub(crate) fn json(&self) -> &[u8] {
+        &self.json
+    }
+
+    /// The object as a JSON tree.
+    pub(crate) fn tree(&self) -> Value {
+        // The store wrote this text from a tree, so it parses.
+        serde_json::from_slice(&self.json).unwrap_or_default()
+    }
+
+    /// The value of one label, if the object has it.
+    pub(crate) fn label(&self, key: &str) -> Option<&str> {
+        self.labels
+            .iter()
+            .find(|(k, _)| &**k == key)
+            .map(|(_, value)| &**value)
+    }
+}
+
 /// One committed change, as kept in history and sent to live watchers.
 ///
-/// States are kept serialized: a JSON tree of an object takes several times its text, and the text is
-/// what watchers send anyway.
+/// States are the stored ones, shared with the store: the history costs no copy of an object still stored.
 #[derive(Debug)]
 pub(crate) struct Change {
     /// The cluster resourceVersion this change produced.
@@ -60,43 +111,24 @@ pub(crate) struct Change {
     pub(crate) type_index: usize,
     /// What happened.
     pub(crate) event: EventType,
-    /// The new state as JSON; for deletions the last state, stamped with the deletion's resourceVersion.
-    pub(crate) object: Bytes,
-    /// The state before a modification or deletion as JSON, so selector-filtered watchers can see objects
-    /// leave, and lists at an older version can show what was there.
-    pub(crate) previous: Option<Bytes>,
+    /// The object's namespace ("" when cluster-scoped) and name.
+    pub(crate) key: Key,
+    /// The new state; for deletions the last state, stamped with the deletion's resourceVersion.
+    pub(crate) object: Arc<Stored>,
+    /// The state before a modification or deletion, so selector-filtered watchers can see objects leave,
+    /// and lists at an older version can show what was there.
+    pub(crate) previous: Option<Arc<Stored>>,
 }
 
 impl Change {
-    fn new(
-        resource_version: u64,
-        type_index: usize,
-        event: EventType,
-        object: &Value,
-        previous: Option<&Value>,
-    ) -> Self {
-        Self {
-            resource_version,
-            type_index,
-            event,
-            object: to_json(object),
-            previous: previous.map(to_json),
-        }
-    }
-
     /// The new state as a JSON tree.
     pub(crate) fn object(&self) -> Value {
-        from_json(&self.object)
+        self.object.tree()
     }
 
-    /// The state before a modification or deletion as a JSON tree.
-    pub(crate) fn previous(&self) -> Option<Value> {
-        self.previous.as_deref().map(from_json)
-    }
-
-    /// Bytes this change holds on to.
+    /// Bytes of serialized states this change holds on to.
     fn size(&self) -> usize {
-        self.object.len() + self.previous.as_ref().map_or(0, Bytes::len)
+        self.object.json.len() + self.previous.as_ref().map_or(0, |p| p.json.len())
     }
 }
 
@@ -113,16 +145,6 @@ impl LiveFeed {
             .upgrade()
             .ok_or(broadcast::error::RecvError::Lagged(1))
     }
-}
-
-/// An object as JSON text; a tree always serializes.
-fn to_json(object: &Value) -> Bytes {
-    Bytes::from(serde_json::to_vec(object).unwrap_or_default())
-}
-
-/// JSON text this store wrote back into a tree.
-fn from_json(json: &[u8]) -> Value {
-    serde_json::from_slice(json).unwrap_or_default()
 }
 
 /// What a cluster holds on to, for tests that check a long-running sandbox stays bounded.
@@ -154,7 +176,7 @@ pub(crate) enum Write {
 /// Where a watch starts.
 pub(crate) struct Subscription {
     /// Current objects of the type, when the watch starts from "now" (synthetic `ADDED`s).
-    pub(crate) initial: Vec<Value>,
+    pub(crate) initial: Vec<(Key, Arc<Stored>)>,
     /// Retained changes of the type after the requested resourceVersion.
     pub(crate) replay: Vec<Arc<Change>>,
     /// The cluster resourceVersion at subscription; live changes all come after it.
@@ -166,22 +188,24 @@ pub(crate) struct Subscription {
 /// One page of a list, as [`ClusterStore::list_page`] reads it.
 pub(crate) struct Page {
     /// The page's objects.
-    pub(crate) items: Vec<Value>,
+    pub(crate) items: Vec<Arc<Stored>>,
+    /// The key of the page's last object, where the next page starts.
+    pub(crate) last: Option<Key>,
     /// Whether any object, selected or not, follows the page.
     pub(crate) more: bool,
-    /// How many selected objects follow the page.
-    pub(crate) remaining: usize,
+    /// How many objects follow the page, when the caller asked to count them.
+    pub(crate) remaining: Option<usize>,
     /// The version the page is consistent with.
     pub(crate) resource_version: u64,
 }
 
 /// Objects are keyed by namespace ("" when cluster-scoped) and name, which gives lists their order.
-type Key = (String, String);
+pub(crate) type Key = (String, String);
 
 struct State {
     resource_version: u64,
     /// One map per registered type, indexed like the registry.
-    objects: Vec<BTreeMap<Key, Value>>,
+    objects: Vec<BTreeMap<Key, Arc<Stored>>>,
     history: VecDeque<Arc<Change>>,
     /// [`Change::size`] summed over `history`.
     history_bytes: usize,
@@ -359,10 +383,8 @@ impl ClusterStore {
             return Vec::new();
         };
         let state = self.lock();
-        state.objects[ty]
-            .iter()
-            .filter(|((ns, _), _)| namespace.is_none_or(|wanted| ns == wanted))
-            .filter_map(|(_, object)| pick(object))
+        in_namespace(&state.objects[ty], namespace, None)
+            .filter_map(|(_, object)| pick(&object.tree()))
             .collect()
     }
 
@@ -601,7 +623,7 @@ impl ClusterStore {
         let namespace = self.stored_namespace(ty, namespace);
         self.lock().objects[ty]
             .get(&(namespace, name.to_owned()))
-            .cloned()
+            .map(|object| object.tree())
     }
 
     /// Cluster-scoped objects are stored under "" whatever namespace a caller passes.
@@ -615,25 +637,39 @@ impl ClusterStore {
 
     /// Objects of a type, in one namespace or all, with the resourceVersion they are current at.
     pub(crate) fn list_at(&self, ty: usize, namespace: Option<&str>) -> (Vec<Value>, u64) {
+        let (objects, resource_version) = self.stored_at(ty, namespace);
+        let items = objects.iter().map(|(_, object)| object.tree()).collect();
+        (items, resource_version)
+    }
+
+    /// The stored objects of a type, in one namespace or all, with the resourceVersion they are current at;
+    /// they are parsed after the lock is released.
+    pub(crate) fn stored_at(
+        &self,
+        ty: usize,
+        namespace: Option<&str>,
+    ) -> (Vec<(Key, Arc<Stored>)>, u64) {
         let state = self.lock();
-        let items = state.objects[ty]
-            .iter()
-            .filter(|((ns, _), _)| namespace.is_none_or(|wanted| ns == wanted))
-            .map(|(_, obj)| obj.clone())
+        let objects = in_namespace(&state.objects[ty], namespace, None)
+            .map(|(key, object)| (key.clone(), object.clone()))
             .collect();
-        (items, state.resource_version)
+        (objects, state.resource_version)
     }
 
     /// One page of a list: the objects of type `ty` (in `namespace`, or in all) that `selected` accepts, after
     /// the key `after`, at most `limit` of them; then whether a full page has any object after it, selected or
-    /// not (a real apiserver offers to continue then, even if no more would be selected); how many of those
-    /// are selected; and the resource version the page is consistent with. Only the page is cloned: at scale a
-    /// kind has tens of thousands of objects (TaskRuns), and cloning all of them for every page made a paged
-    /// list take minutes.
+    /// not (a real apiserver offers to continue then, even if no more would be selected); with `count_rest`,
+    /// how many objects follow it; and the resource version the page is consistent with.
+    ///
+    /// A page costs its own objects, not the list's: it starts at `after` in the map, and stops at the first
+    /// object past a full page unless asked to count the rest (which a paging client needs once, on its first
+    /// page). Only the page's objects are shared out, never parsed: at scale a kind has a hundred thousand
+    /// objects (TaskRuns).
     ///
     /// `at` lists the objects as they were at that version (a continue token's, or `resourceVersionMatch=Exact`),
     /// as a real apiserver does from its snapshots: the current objects, with those changed since put back as
     /// they were then from the watch history. `410 Expired` when the history no longer reaches back that far.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn list_page(
         &self,
         ty: usize,
@@ -641,37 +677,35 @@ impl ClusterStore {
         after: Option<Key>,
         limit: usize,
         at: Option<u64>,
-        selected: impl Fn(&Value) -> bool,
+        count_rest: bool,
+        selected: impl Fn(&Key, &Stored) -> bool,
     ) -> Result<Page> {
-        use std::ops::Bound;
         let state = self.lock();
         let version = at.map_or(state.resource_version, |at| at.min(state.resource_version));
         let then = states_at(&state, ty, version)?;
-        let start = after.map_or(Bound::Unbounded, Bound::Excluded);
-        let now = state.objects[ty]
-            .range((start.clone(), Bound::Unbounded))
+        let now = in_namespace(&state.objects[ty], namespace, after.as_ref())
             .map(|(key, object)| (key, Some(object)));
-        let before = then
-            .range((start, Bound::Unbounded))
+        let before = in_namespace(&then, namespace, after.as_ref())
             .map(|(key, object)| (key, object.as_ref()));
         let mut in_range = merge_preferring(now, before)
-            .filter(|((ns, _), _)| namespace.is_none_or(|wanted| ns == wanted))
-            .filter_map(|(_, object)| object);
-        let mut items = Vec::new();
+            .filter_map(|(key, object)| Some((key, object?)))
+            .peekable();
+        let (mut items, mut last) = (Vec::new(), None);
         while items.len() < limit {
             match in_range.next() {
-                Some(object) if selected(object) => items.push(object.clone()),
+                Some((key, object)) if selected(key, object) => {
+                    items.push(object.clone());
+                    last = Some(key);
+                }
                 Some(_) => {}
                 None => break,
             }
         }
-        let (mut more, mut remaining) = (false, 0);
-        for object in in_range {
-            more = true;
-            remaining += usize::from(selected(object));
-        }
+        let more = in_range.peek().is_some();
+        let remaining = count_rest.then(|| in_range.count());
         Ok(Page {
             items,
+            last: last.cloned(),
             more,
             remaining,
             resource_version: version,
@@ -701,7 +735,12 @@ impl ClusterStore {
             live,
         };
         match after {
-            None => subscription.initial = state.objects[ty].values().cloned().collect(),
+            None => {
+                subscription.initial = state.objects[ty]
+                    .iter()
+                    .map(|(key, object)| (key.clone(), object.clone()))
+                    .collect();
+            }
             Some(rv) if rv < state.oldest_resumable => {
                 return Err(StoreError::Expired(format!(
                     "too old resource version: {rv} ({})",
@@ -782,8 +821,9 @@ impl ClusterStore {
         if !meta.get("creationTimestamp").is_some_and(Value::is_string) {
             meta.insert("creationTimestamp".into(), json!(now()));
         }
-        state.objects[ty].insert(key, obj.clone());
-        self.commit(&mut state, ty, EventType::Added, &obj, None);
+        let stored = Stored::new(&obj);
+        state.objects[ty].insert(key.clone(), stored.clone());
+        self.commit(&mut state, ty, EventType::Added, key, stored, None);
         Ok(obj)
     }
 
@@ -801,11 +841,20 @@ impl ClusterStore {
     ) -> Result<Value> {
         let mut state = self.lock();
         let key = (self.stored_namespace(ty, Some(namespace)), name.to_owned());
-        let Some(current) = state.objects[ty].get(&key).cloned() else {
+        let Some(stored) = state.objects[ty].get(&key).cloned() else {
             return Err(self.not_found(ty, name));
         };
+        let current = stored.tree();
         let new = change(&current)?;
-        self.commit_update(&mut state, ty, key, current, new, write, check_version)
+        self.commit_update(
+            &mut state,
+            ty,
+            key,
+            (stored, current),
+            new,
+            write,
+            check_version,
+        )
     }
 
     /// Updates the object if it exists, else creates it from `change(None)`; never checks versions.
@@ -820,10 +869,11 @@ impl ClusterStore {
         let mut state = self.lock();
         let key = (self.stored_namespace(ty, Some(namespace)), name.to_owned());
         match state.objects[ty].get(&key).cloned() {
-            Some(current) => {
+            Some(stored) => {
+                let current = stored.tree();
                 let mut new = change(Some(&current))?;
                 metadata(&mut new).remove("resourceVersion");
-                self.commit_update(&mut state, ty, key, current, new, write, false)
+                self.commit_update(&mut state, ty, key, (stored, current), new, write, false)
             }
             None => {
                 let new = change(None)?;
@@ -839,7 +889,7 @@ impl ClusterStore {
         state: &mut State,
         ty: usize,
         key: Key,
-        current: Value,
+        (stored, current): (Arc<Stored>, Value),
         mut new: Value,
         write: Write,
         check_version: bool,
@@ -939,8 +989,9 @@ impl ClusterStore {
         let meta = metadata(&mut new);
         meta.insert("generation".into(), json!(generation));
         meta.insert("resourceVersion".into(), json!(rv.to_string()));
-        self.commit(state, ty, EventType::Modified, &new, Some(&current));
-        state.objects[ty].insert(key, new.clone());
+        let updated = Stored::new(&new);
+        state.objects[ty].insert(key.clone(), updated.clone());
+        self.commit(state, ty, EventType::Modified, key, updated, Some(stored));
         Ok(new)
     }
 
@@ -953,7 +1004,7 @@ impl ClusterStore {
     ) -> Result<Value> {
         let mut state = self.lock();
         let key = (self.stored_namespace(ty, namespace), name.to_owned());
-        let Some(mut obj) = state.objects[ty].remove(&key) else {
+        let Some(before) = state.objects[ty].remove(&key) else {
             return Err(self.not_found(ty, name));
         };
         if self.inner.registry.get(ty).kind == "Namespace"
@@ -968,24 +1019,33 @@ impl ClusterStore {
                 for inner_key in doomed {
                     if let Some(before) = state.objects[inner_ty].remove(&inner_key) {
                         let rv = state.resource_version + 1;
-                        let mut inner = before.clone();
+                        let mut inner = before.tree();
                         metadata(&mut inner)
                             .insert("resourceVersion".into(), json!(rv.to_string()));
                         self.commit(
                             &mut state,
                             inner_ty,
                             EventType::Deleted,
-                            &inner,
-                            Some(&before),
+                            inner_key,
+                            Stored::new(&inner),
+                            Some(before),
                         );
                     }
                 }
             }
         }
         let rv = state.resource_version + 1;
-        let before = obj.clone();
+        let mut obj = before.tree();
         metadata(&mut obj).insert("resourceVersion".into(), json!(rv.to_string()));
-        self.commit(&mut state, ty, EventType::Deleted, &obj, Some(&before));
+        let deleted = Stored::new(&obj);
+        self.commit(
+            &mut state,
+            ty,
+            EventType::Deleted,
+            key.clone(),
+            deleted,
+            Some(before),
+        );
         drop(state);
         // The kubelet removes a deleted pod's logs; keeping them would grow without bound as pods come
         // and go.
@@ -1002,17 +1062,19 @@ impl ClusterStore {
         state: &mut State,
         ty: usize,
         event: EventType,
-        object: &Value,
-        previous: Option<&Value>,
+        key: Key,
+        object: Arc<Stored>,
+        previous: Option<Arc<Stored>>,
     ) {
         state.resource_version += 1;
-        let change = Arc::new(Change::new(
-            state.resource_version,
-            ty,
+        let change = Arc::new(Change {
+            resource_version: state.resource_version,
+            type_index: ty,
             event,
+            key,
             object,
             previous,
-        ));
+        });
         state.history_bytes += change.size();
         state.history.push_back(change.clone());
         while state.history.len() > HISTORY_LIMIT
@@ -1069,7 +1131,7 @@ pub(crate) fn now() -> String {
 
 /// The objects of type `ty` that changed after `version`, as they were at it (`None`: not created yet), from
 /// the watch history; empty at the current version.
-fn states_at(state: &State, ty: usize, version: u64) -> Result<BTreeMap<Key, Option<Value>>> {
+fn states_at(state: &State, ty: usize, version: u64) -> Result<BTreeMap<Key, Option<Arc<Stored>>>> {
     let mut then = BTreeMap::new();
     if version >= state.resource_version {
         return Ok(then);
@@ -1085,14 +1147,35 @@ fn states_at(state: &State, ty: usize, version: u64) -> Result<BTreeMap<Key, Opt
         .iter()
         .filter(|c| c.type_index == ty && c.resource_version > version)
     {
-        let key = key_of(&change.object());
         // The first change after `version` knows the state before it.
-        then.entry(key).or_insert_with(|| match change.event {
-            EventType::Added => None,
-            EventType::Modified | EventType::Deleted => change.previous(),
-        });
+        then.entry(change.key.clone())
+            .or_insert_with(|| match change.event {
+                EventType::Added => None,
+                EventType::Modified | EventType::Deleted => change.previous.clone(),
+            });
     }
     Ok(then)
+}
+
+/// The entries of `objects` in `namespace` (or all), after the key `after` if given, in key order: a range of
+/// the map, so a namespace's or a later page's objects cost no walk over the others.
+fn in_namespace<'a, V>(
+    objects: &'a BTreeMap<Key, V>,
+    namespace: Option<&'a str>,
+    after: Option<&Key>,
+) -> impl Iterator<Item = (&'a Key, &'a V)> + 'a {
+    use std::ops::Bound;
+    let start = match (namespace, after) {
+        (Some(wanted), Some(after)) if after.0.as_str() < wanted => {
+            Bound::Included((wanted.to_owned(), String::new()))
+        }
+        (_, Some(after)) => Bound::Excluded(after.clone()),
+        (Some(wanted), None) => Bound::Included((wanted.to_owned(), String::new())),
+        (None, None) => Bound::Unbounded,
+    };
+    objects
+        .range((start, Bound::Unbounded))
+        .take_while(move |((ns, _), _)| namespace.is_none_or(|wanted| ns == wanted))
 }
 
 /// Two key-ordered sequences as one, `preferred`'s entry winning where both have a key.
@@ -1215,16 +1298,4 @@ fn to_value<K: kube::Resource<DynamicType = ()> + Serialize>(obj: &K) -> Result<
 fn from_value<K: kube::Resource<DynamicType = ()> + DeserializeOwned>(value: Value) -> Result<K> {
     serde_json::from_value(value)
         .map_err(|e| StoreError::BadRequest(format!("cannot decode {}: {e}", K::kind(&()))))
-}
-
-/// An object's list position: namespace ("" when cluster-scoped), then name.
-pub(crate) fn key_of(object: &Value) -> Key {
-    let field = |path: &str| {
-        object
-            .pointer(path)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned()
-    };
-    (field("/metadata/namespace"), field("/metadata/name"))
 }

@@ -111,8 +111,8 @@ pub(crate) fn respond(
     };
     let body = Body::from_stream(async_stream::stream! {
         let mut last = subscription.resource_version;
-        for object in subscription.initial.iter().filter(|o| selection.matches(o)) {
-            yield Ok::<_, Infallible>(shape(event("ADDED", object)));
+        for (_, object) in subscription.initial.iter().filter(|(key, o)| selection.matches_stored(key, o)) {
+            yield Ok::<_, Infallible>(shape(raw_event("ADDED", object.json())));
         }
         if query.send_initial_events {
             yield Ok(bookmark(last, true));
@@ -185,22 +185,23 @@ fn raw_event(kind: &str, object: &[u8]) -> Bytes {
 /// An object modified out of the selection is a `DELETED` (its old state at the new version) and one
 /// modified into it an `ADDED`, as the apiserver's watch cache reports them.
 fn project(change: &Change, selection: &Selection) -> Option<Bytes> {
+    let object = change.object.json();
     if selection.is_everything() {
-        return Some(raw_event(change.event.as_str(), &change.object));
+        return Some(raw_event(change.event.as_str(), object));
     }
-    let now = selection.matches(&change.object());
+    let now = selection.matches_stored(&change.key, &change.object);
     match change.event {
         EventType::Added | EventType::Deleted => {
-            now.then(|| raw_event(change.event.as_str(), &change.object))
+            now.then(|| raw_event(change.event.as_str(), object))
         }
         EventType::Modified => {
-            let previous = change.previous();
-            let before = previous.as_ref().is_some_and(|p| selection.matches(p));
+            let previous = change.previous.as_deref();
+            let before = previous.is_some_and(|p| selection.matches_stored(&change.key, p));
             match (before, now) {
-                (true, true) => Some(raw_event("MODIFIED", &change.object)),
-                (false, true) => Some(raw_event("ADDED", &change.object)),
+                (true, true) => Some(raw_event("MODIFIED", object)),
+                (false, true) => Some(raw_event("ADDED", object)),
                 (true, false) => {
-                    let mut gone = previous.unwrap_or_default();
+                    let mut gone = previous.map(|p| p.tree()).unwrap_or_default();
                     metadata(&mut gone).insert(
                         "resourceVersion".into(),
                         json!(change.resource_version.to_string()),

@@ -47,15 +47,8 @@ pub(super) fn nodes(store: &ClusterStore, namespace: &str, component: &str) -> V
         if SKIPPED_KINDS.contains(&rt.kind.as_str()) && rt.group.is_empty() {
             continue;
         }
-        for object in store.list(&rt.api_version(), &rt.kind) {
-            if object
-                .pointer("/metadata/namespace")
-                .and_then(Value::as_str)
-                == Some(namespace)
-            {
-                candidates.push(object);
-            }
-        }
+        // The namespace's objects only: at scale a cluster holds tens of thousands of others.
+        candidates.extend(store.list_namespaced(&rt.api_version(), &rt.kind, namespace));
     }
     let labelled = |o: &Value| {
         o.pointer("/metadata/labels")

@@ -90,11 +90,14 @@ impl Inner {
         let Some(management) = self.management() else {
             return BTreeSet::new();
         };
+        // Picked rather than listed: at scale there are tens of thousands of Applications.
         management
-            .list(APPLICATION.0, APPLICATION.1)
-            .iter()
-            .filter(|app| str_at(app, "/status/health/status") == "Healthy")
-            .filter_map(|app| Some((generators::destination_cluster(app)?, resources_of(app))))
+            .pick(APPLICATION.0, APPLICATION.1, None, |app| {
+                (str_at(app, "/status/health/status") == "Healthy")
+                    .then(|| Some((generators::destination_cluster(app)?, resources_of(app))))
+                    .flatten()
+            })
+            .into_iter()
             .flat_map(|(cluster, resources)| {
                 resources
                     .into_iter()

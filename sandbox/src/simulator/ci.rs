@@ -449,8 +449,13 @@ impl Inner {
             .map(|plan| (plan.name.to_string(), 0))
             .collect();
         if let Some(management) = self.management() {
-            for run in management.list_namespaced("tekton.dev/v1", "PipelineRun", CI_NAMESPACE) {
-                if let Some(count) = kept.get_mut(str_at(&run, COMPONENT_LABEL)) {
+            // Picked rather than listed: at scale there are tens of thousands of runs.
+            let services =
+                management.pick("tekton.dev/v1", "PipelineRun", Some(CI_NAMESPACE), |run| {
+                    Some(str_at(run, COMPONENT_LABEL).to_string())
+                });
+            for service in services {
+                if let Some(count) = kept.get_mut(&service) {
                     *count += 1;
                 }
             }

@@ -443,24 +443,25 @@ impl Inner {
             let Some(cluster) = self.cluster(&workload.name) else {
                 continue;
             };
-            for secret in cluster.list("external-secrets.io/v1", "ExternalSecret") {
-                let namespace = str_at(&secret, "/metadata/namespace").to_string();
-                let name = str_at(&secret, "/metadata/name").to_string();
-                if (namespace.as_str(), env, name.as_str()) == secrets::STALE {
-                    continue;
+            // Picked rather than listed: at scale there are tens of thousands, and few are due.
+            let due = cluster.pick("external-secrets.io/v1", "ExternalSecret", None, |secret| {
+                let namespace = str_at(secret, "/metadata/namespace");
+                let name = str_at(secret, "/metadata/name");
+                if (namespace, env, name) == secrets::STALE {
+                    return None;
                 }
-                let interval = parse_duration(str_at(&secret, "/spec/refreshInterval")).max(60);
-                let due = time_at(&secret, "/status/refreshTime")
+                let interval = parse_duration(str_at(secret, "/spec/refreshInterval")).max(60);
+                let due = time_at(secret, "/status/refreshTime")
                     .is_none_or(|last| at.duration_since(last).as_secs() >= interval);
-                if !due {
-                    continue;
-                }
-                let generation = str_at(&secret, "/status/syncedResourceVersion")
+                let generation = str_at(secret, "/status/syncedResourceVersion")
                     .split('-')
                     .next()
                     .and_then(|n| n.parse::<u64>().ok())
                     .unwrap_or(1)
                     + 1;
+                due.then(|| (namespace.to_string(), name.to_string(), generation))
+            });
+            for (namespace, name, generation) in due {
                 let result = self.update(
                     &cluster,
                     ("external-secrets.io/v1", "ExternalSecret"),

@@ -522,6 +522,69 @@ async fn lists_page_with_limit_and_continue_in_namespace_and_name_order() {
 }
 
 #[tokio::test]
+async fn paged_lists_count_what_remains_and_page_within_one_namespace() {
+    let sandbox = Sandbox::start().await;
+    let store = sandbox.store("dev");
+    for (namespace, name) in [
+        ("a", "one"),
+        ("b", "one"),
+        ("b", "two"),
+        ("b", "three"),
+        ("c", "one"),
+    ] {
+        store
+            .create(config_map(namespace, name, json!({"tier": "web"})))
+            .unwrap();
+    }
+    let page_through = |api: Api<ConfigMap>, params: ListParams| async move {
+        let mut pages = Vec::new();
+        let mut params = params.limit(2);
+        loop {
+            let page = within(api.list(&params)).await.unwrap();
+            let names: Vec<String> = page.items.iter().map(ResourceExt::name_any).collect();
+            pages.push((names, page.metadata.remaining_item_count));
+            match page.metadata.continue_ {
+                Some(token) if !token.is_empty() => params = params.continue_token(&token),
+                _ => break pages,
+            }
+        }
+    };
+    let some = |names: &[&str], remaining| {
+        (
+            names.iter().map(|n| n.to_string()).collect::<Vec<_>>(),
+            remaining,
+        )
+    };
+    // Later pages keep the count the first one made, less what they list.
+    let all = page_through(Api::all(sandbox.client("dev")), ListParams::default()).await;
+    let config_maps = all.iter().map(|(names, _)| names.len()).sum::<usize>();
+    let counts: Vec<Option<i64>> = all.iter().map(|(_, remaining)| *remaining).collect();
+    let mut expected = Vec::new();
+    let mut left = config_maps;
+    for (names, _) in &all {
+        left -= names.len();
+        expected.push((left > 0).then_some(left as i64));
+    }
+    assert_eq!(counts, expected);
+    // A namespace's pages hold its objects only, however many namespaces sort after it.
+    let in_b = page_through(sandbox.config_maps("dev", "b"), ListParams::default()).await;
+    assert_eq!(
+        in_b,
+        [some(&["one", "three"], Some(1)), some(&["two"], None)]
+    );
+    // A selected list cannot count what remains, as a real apiserver's.
+    let selected = page_through(
+        sandbox.config_maps("dev", "b"),
+        ListParams::default().labels("tier=web"),
+    )
+    .await;
+    assert_eq!(
+        selected,
+        [some(&["one", "three"], None), some(&["two"], None)]
+    );
+}
+
+#[tokio::test]
 async fn errors_come_back_as_kubernetes_statuses() {
     let sandbox = Sandbox::start().await;
     let api = sandbox.config_maps("dev", "apps");
