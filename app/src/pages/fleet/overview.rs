@@ -636,7 +636,7 @@ fn ActivityFeed() -> impl IntoView {
             {move || {
                 let loading = fetched.get().is_none() && live.activity.with(Vec::is_empty);
                 if loading {
-                    view! { <div class="skeleton" aria-busy="true" aria-label="Loading activity">
+                    view! { <div class="skeleton" role="status" aria-busy="true" aria-label="Loading activity">
                         {(0..5).map(|_| view! { <div class="skeleton-row"></div> }).map(IntoAny::into_any).collect_view()}
                     </div> }.into_any()
                 } else if items.with(Vec::is_empty) {
