@@ -934,14 +934,6 @@ impl Fleet {
     pub fn is_empty(&self) -> bool {
         self.services.is_empty()
     }
-
-    /// Services whose name, owner or description contains `query` (case-insensitive), in name order.
-    pub fn search<'a>(&'a self, query: &str) -> impl Iterator<Item = &'a ServiceSummary> + 'a {
-        let needle = search_needle(query);
-        self.searchable()
-            .filter(move |(_, text)| needle.as_deref().is_none_or(|n| text.contains(n)))
-            .map(|(summary, _)| summary)
-    }
 }
 
 #[cfg(test)]
@@ -976,36 +968,6 @@ mod tests {
             !is_loading(&down),
             "a Tower that cannot be reached is an error, not progress"
         );
-    }
-
-    #[test]
-    fn search_looks_in_name_owner_and_description_and_follows_changes() {
-        let mut fleet =
-            Fleet::from_services([service("payments", "Payments"), service("cart", "shop")]);
-        let hits =
-            |fleet: &Fleet, q: &str| fleet.search(q).map(|s| s.name.clone()).collect::<Vec<_>>();
-        assert_eq!(hits(&fleet, "SHOP"), ["cart"], "owner, case-insensitive");
-        assert_eq!(hits(&fleet, "  pay "), ["payments"], "trimmed");
-        assert!(
-            hits(&fleet, "cartshop").is_empty(),
-            "no match spans two fields"
-        );
-        let mut renamed = service("cart", "checkout-team");
-        renamed.description = "Basket and totals".into();
-        fleet.apply(FleetEvent::ServiceUpserted { service: renamed });
-        assert!(
-            hits(&fleet, "shop").is_empty(),
-            "the old owner is no longer found"
-        );
-        assert_eq!(hits(&fleet, "basket"), ["cart"], "the new description is");
-        fleet.apply(FleetEvent::ServiceRemoved {
-            name: "cart".into(),
-        });
-        assert!(hits(&fleet, "basket").is_empty());
-    }
-
-    fn service(name: &str, owner: &str) -> ServiceSummary {
-        fixtures::service(name, owner, vec![])
     }
 
     #[test]
@@ -1045,15 +1007,8 @@ mod tests {
         assert!(fleet.is_empty());
     }
 
-    #[test]
-    fn search_matches_name_owner_or_description_ignoring_case() {
-        let fleet =
-            Fleet::from_services([service("payments", "money"), service("search", "discovery")]);
-        let hits = |q: &str| fleet.search(q).map(|s| s.name.clone()).collect::<Vec<_>>();
-        assert_eq!(hits("PAY"), ["payments"]);
-        assert_eq!(hits("discovery"), ["search"]);
-        assert_eq!(hits("  "), ["payments", "search"]);
-        assert!(hits("nothing").is_empty());
+    fn service(name: &str, owner: &str) -> ServiceSummary {
+        fixtures::service(name, owner, vec![])
     }
 
     /// One event of every kind. The match makes a new variant fail to compile here until it has a sample.

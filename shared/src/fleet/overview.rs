@@ -487,6 +487,49 @@ mod tests {
     }
 
     #[test]
+    fn search_looks_in_name_owner_and_description_and_follows_changes() {
+        let mut fleet = Fleet::from_services([
+            service("payments", "money", vec![]),
+            service("cart", "shop", vec![]),
+        ]);
+        let hits = |fleet: &Fleet, q: &str| {
+            OverviewFilter {
+                q: q.into(),
+                ..Default::default()
+            }
+            .apply(fleet)
+            .into_iter()
+            .map(|s| s.name.clone())
+            .collect::<Vec<_>>()
+        };
+        assert_eq!(hits(&fleet, "SHOP"), ["cart"], "owner, case-insensitive");
+        assert_eq!(hits(&fleet, "  pay "), ["payments"], "trimmed");
+        assert_eq!(hits(&fleet, "the cart service"), ["cart"], "description");
+        assert_eq!(
+            hits(&fleet, "  "),
+            ["cart", "payments"],
+            "blank is everything"
+        );
+        assert!(hits(&fleet, "nothing").is_empty());
+        assert!(
+            hits(&fleet, "cartshop").is_empty(),
+            "no match spans two fields"
+        );
+        let mut renamed = service("cart", "checkout-team", vec![]);
+        renamed.description = "Basket and totals".into();
+        fleet.apply(crate::fleet::FleetEvent::ServiceUpserted { service: renamed });
+        assert!(
+            hits(&fleet, "shop").is_empty(),
+            "the old owner is no longer found"
+        );
+        assert_eq!(hits(&fleet, "basket"), ["cart"], "the new description is");
+        fleet.apply(crate::fleet::FleetEvent::ServiceRemoved {
+            name: "cart".into(),
+        });
+        assert!(hits(&fleet, "basket").is_empty());
+    }
+
+    #[test]
     fn filters_combine_text_team_environment_and_status() {
         let services = Fleet::from_services(fleet());
         let names = |filter: &OverviewFilter| {
