@@ -367,8 +367,8 @@ impl Collector for StateCollector {
                 ),
                 (
                     "tower_watch_cache_bytes",
-                    "Approximate bytes of the objects held in each watch cache (their JSON size), by cluster \
-                     and kind.",
+                    "Approximate bytes of the objects held in each watch cache (their JSON size, estimated \
+                     from 256 of them in a larger cache), by cluster and kind.",
                     |size: &CacheSize| size.bytes,
                 ),
             ] {
