@@ -180,21 +180,7 @@ fn services(args: &ServicesArgs) -> Result<()> {
     let url = format!("http://{TOWER}/api/v1/services");
     let mut rows = Vec::new();
     for (label, encoding) in [("gzip", "gzip"), ("identity", "identity")] {
-        let mut wrk = util::command("wrk");
-        wrk.args([
-            "-t2",
-            &format!("-c{}", args.connections),
-            &format!("-d{}s", args.duration),
-            "--latency",
-        ])
-        .args([
-            "-H",
-            &format!("Cookie: {cookie}"),
-            "-H",
-            &format!("Accept-Encoding: {encoding}"),
-        ])
-        .arg(&url);
-        let output = util::read(&mut wrk)?;
+        let output = wrk(&url, &cookie, encoding, args.connections, args.duration)?;
         println!("{output}");
         rows.push((label, parse_wrk(&output)?));
     }
@@ -341,8 +327,11 @@ const PIPELINE_RUNS: usize = 10_000;
 fn pipelines_server(args: &PipelinesArgs) -> Result<()> {
     let binary = release_tower()?;
     let folder = util::repo_root().join("target/bench-pipelines");
-    let (_sandbox, config) =
-        separate_sandbox(&binary, &folder, &["--scale", &args.scale.to_string()])?;
+    let (_sandbox, config) = separate_sandbox(
+        &binary,
+        &folder,
+        &["--no-metrics", "--scale", &args.scale.to_string()],
+    )?;
     let started = Instant::now();
     let server = separate_tower(&binary, &config)?;
     let cookie = wait_for_guest_session(Duration::from_secs(180))?;
@@ -442,10 +431,10 @@ fn pipelines_server(args: &PipelinesArgs) -> Result<()> {
     Ok(())
 }
 
-/// `tower sandbox` on its own (no metrics, on [`SANDBOX`]) with `world` arguments, writing the configuration
+/// `tower sandbox` on its own (on [`SANDBOX`]) with `world` arguments, writing the configuration
 /// that points a Tower on [`TOWER`] at it into `folder`; returns once the configuration is written, which
 /// the sandbox does when it is seeded and listening.
-fn separate_sandbox(
+pub fn separate_sandbox(
     binary: &std::path::Path,
     folder: &std::path::Path,
     world: &[&str],
@@ -455,7 +444,7 @@ fn separate_sandbox(
     let _ = std::fs::remove_file(&config);
     let mut sandbox = util::command(binary);
     sandbox
-        .args(["sandbox", "--no-metrics", "--listen", SANDBOX])
+        .args(["sandbox", "--listen", SANDBOX])
         .args(["--tower-listen", TOWER])
         .args(world)
         .arg("--write-config")
@@ -621,6 +610,22 @@ fn wait_for_services(cookie: &str, wanted: usize, limit: Duration) -> Result<usi
         }
         std::thread::sleep(Duration::from_millis(500));
     }
+}
+
+/// `wrk` on `url` as `cookie`'s session, asking for `encoding`, with `connections` for `seconds`: its
+/// output, latency distribution included (read with [`parse_wrk`]).
+fn wrk(url: &str, cookie: &str, encoding: &str, connections: u32, seconds: u64) -> Result<String> {
+    util::read(util::command("wrk").args([
+        "-t2",
+        &format!("-c{connections}"),
+        &format!("-d{seconds}s"),
+        "--latency",
+        "-H",
+        &format!("Cookie: {cookie}"),
+        "-H",
+        &format!("Accept-Encoding: {encoding}"),
+        url,
+    ]))
 }
 
 /// What one wrk run measured.

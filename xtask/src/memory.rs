@@ -4,12 +4,11 @@
 //! is a separate process and printed beside it for reference.
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use crate::bench::{Server, release_tower};
+use crate::bench::{release_tower, separate_sandbox};
 use crate::util;
 
 /// Options of the sandbox memory benchmark.
@@ -26,8 +25,6 @@ pub struct MemoryArgs {
     pub every: u64,
 }
 
-const LISTEN: &str = "127.0.0.1:18720";
-
 /// One reading of `/proc/<pid>/status`, in KiB.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Resident {
@@ -41,23 +38,10 @@ pub fn sandbox_memory(args: &MemoryArgs) -> Result<()> {
         bail!("--minutes and --every must be at least 1");
     }
     let binary = release_tower()?;
-    let config = tempfile_path("tower-bench-sandbox.yaml");
-    let mut sandbox = util::command(&binary);
-    sandbox
-        .args([
-            "sandbox",
-            "--speed",
-            &args.speed.to_string(),
-            "--listen",
-            LISTEN,
-        ])
-        .arg("--write-config")
-        .arg(&config)
-        .env("TOWER_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit());
-    util::announce(&sandbox);
-    let child = Server(sandbox.spawn().context("starting tower sandbox")?);
+    let folder = util::repo_root().join("target/bench-sandbox-memory");
+    // With its Prometheus: its RSS is read too.
+    let (child, config) =
+        separate_sandbox(&binary, &folder, &["--speed", &args.speed.to_string()])?;
     let pid = child.0.id();
 
     let started = Instant::now();
@@ -122,10 +106,6 @@ fn percent(from: u64, to: u64) -> f64 {
     } else {
         (to as f64 - from as f64) * 100.0 / from as f64
     }
-}
-
-fn tempfile_path(name: &str) -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("{}-{name}", std::process::id()))
 }
 
 /// `VmRSS` and `RssAnon` of a `/proc/<pid>/status`.

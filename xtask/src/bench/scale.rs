@@ -18,7 +18,7 @@ use anyhow::{Context as _, Result, bail};
 
 use super::{
     Server, TOWER, curl, ensure_wrk, parse_wrk, release_tower, rss_kib, separate_sandbox,
-    separate_tower, wait_for_guest_session,
+    separate_tower, wait_for_guest_session, wrk,
 };
 use crate::util;
 
@@ -94,6 +94,7 @@ fn measure(args: &ScaleArgs, binary: &std::path::Path, services: usize) -> Resul
         binary,
         &folder,
         &[
+            "--no-metrics",
             "--scale",
             &services.to_string(),
             "--scale-runs",
@@ -117,19 +118,13 @@ fn measure(args: &ScaleArgs, binary: &std::path::Path, services: usize) -> Resul
     let caches = watch_caches()?;
 
     let url = format!("http://{TOWER}/api/v1/services");
-    let mut wrk = util::command("wrk");
-    wrk.args([
-        "-t2",
-        &format!("-c{}", args.connections),
-        &format!("-d{}s", args.duration),
-        "--latency",
-        "-H",
-        &format!("Cookie: {cookie}"),
-        "-H",
-        "Accept-Encoding: gzip",
+    let list = parse_wrk(&wrk(
         &url,
-    ]);
-    let list = parse_wrk(&util::read(&mut wrk)?)?;
+        &cookie,
+        "gzip",
+        args.connections,
+        args.duration,
+    )?)?;
     let snapshot_bytes = snapshot_size(&cookie)?;
     let browser = if args.no_browser {
         BTreeMap::new()
