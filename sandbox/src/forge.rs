@@ -37,8 +37,9 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{FromRequestParts, OriginalUri};
+use axum::handler::Handler;
 use axum::http::request::Parts;
-use axum::routing::{delete, get, post};
+use axum::routing::{MethodFilter, MethodRouter, on, post};
 use serde::Serialize;
 use tokio::sync::broadcast;
 
@@ -839,172 +840,353 @@ fn paged(items: Vec<serde_json::Value>, link: Option<String>) -> axum::response:
     response
 }
 
+/// An HTTP method the forge answers, for its route table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verb {
+    Get,
+    Post,
+    Put,
+    Patch,
+    Delete,
+}
+
+impl Verb {
+    fn filter(self) -> MethodFilter {
+        match self {
+            Self::Get => MethodFilter::GET,
+            Self::Post => MethodFilter::POST,
+            Self::Put => MethodFilter::PUT,
+            Self::Patch => MethodFilter::PATCH,
+            Self::Delete => MethodFilter::DELETE,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Get => "GET",
+            Self::Post => "POST",
+            Self::Put => "PUT",
+            Self::Patch => "PATCH",
+            Self::Delete => "DELETE",
+        }
+    }
+}
+
+/// One route of the REST API: a method, an axum path and what answers it.
+struct Route {
+    verb: Verb,
+    path: &'static str,
+    handler: MethodRouter<Forge>,
+}
+
+/// The route answering `verb` at `path` with `handler`.
+fn route<H, T>(verb: Verb, path: &'static str, handler: H) -> Route
+where
+    H: Handler<T, Forge>,
+    T: 'static,
+{
+    Route {
+        verb,
+        path,
+        handler: on(verb.filter(), handler),
+    }
+}
+
+/// The REST API's routes, one per method and path: [`router`] is built from this table, and [`routes`]
+/// lists it, so the contract tests know every route they must cover.
+fn table() -> Vec<Route> {
+    vec![
+        route(Verb::Get, "/app", auth::get_app),
+        route(Verb::Get, "/app/installations", auth::list_installations),
+        route(
+            Verb::Post,
+            "/app/installations/{id}/access_tokens",
+            auth::create_access_token,
+        ),
+        route(
+            Verb::Get,
+            "/orgs/{org}/installation",
+            auth::org_installation,
+        ),
+        route(
+            Verb::Get,
+            "/repos/{owner}/{repo}/installation",
+            auth::repo_installation,
+        ),
+        route(
+            Verb::Get,
+            "/installation/repositories",
+            repos::installation_repositories,
+        ),
+        route(Verb::Get, "/orgs/{org}", repos::get_org),
+        route(Verb::Get, "/orgs/{org}/repos", repos::list_org_repos),
+        route(Verb::Get, "/repos/{owner}/{repo}", repos::get_repo),
+        route(
+            Verb::Get,
+            "/repos/{owner}/{repo}/contents",
+            repos::get_root_contents,
+        ),
+        route(
+            Verb::Get,
+            "/repos/{owner}/{repo}/contents/{*path}",
+            repos::get_contents,
+        ),
+        route(
+            Verb::Put,
+            "/repos/{owner}/{repo}/contents/{*path}",
+            contents::put_contents,
+        ),
+        route(
+            Verb::Get,
+            "/repos/{owner}/{repo}/commits",
+            repos::list_commits,
+        ),
+        route(
+            Verb::Get,
+            "/repos/{owner}/{repo}/commits/{reference}",
+            repos::get_commit,
+        ),
+        route(
+            Verb::Get,
+            "/repos/{owner}/{repo}/compare/{range}",
+            repos::compare,
+        ),
+        route(
+            Verb::Get,
+            "/repos/{owner}/{repo}/branches/{branch}",
+            repos::get_branch,
+        ),
+        route(
+            Verb::Get,
+            "/repos/{owner}/{repo}/git/refs",
+            gitdata::list_refs,
+        ),
+        route(
+            Verb::Post,
+            "/repos/{owner}/{repo}/git/refs",
+            gitdata::create_ref,
+        ),
+        route(
+            Verb::Get,
+            "/repos/{owner}/{repo}/git/refs/{*reference}",
+            gitdata::get_ref,
+        ),
+        route(
+            Verb::Patch,
+            "/repos/{owner}/{repo}/git/refs/{*reference}",
+            gitdata::update_ref,
+        ),
+        route(
+            Verb::Delete,
+            "/repos/{owner}/{repo}/git/refs/{*reference}",
+            gitdata::delete_ref,
+        ),
+        route(
+            Verb::Get,
+            "/repos/{owner}/{repo}/git/ref/{*reference}",
+            gitdata::get_ref,
+        ),
+        route(
+            Verb::Get,
+            "/repos/{owner}/{repo}/git/matching-refs/{*prefix}",
+            gitdata::matching_refs,
+        ),
+        route(
+            Verb::Post,
+            "/repos/{owner}/{repo}/git/blobs",
+            gitdata::create_blob,
+        ),
+        route(
+            Verb::Get,
+            "/repos/{owner}/{repo}/git/blobs/{sha}",
+            gitdata::get_blob,
+        ),
+        route(
+            Verb::Post,
+            "/repos/{owner}/{repo}/git/trees",
+            gitdata::create_tree,
+        ),
+        route(
+            Verb::Get,
+            "/repos/{owner}/{repo}/git/trees/{sha}",
+            gitdata::get_tree,
+        ),
+        route(
+            Verb::Post,
+            "/repos/{owner}/{repo}/git/commits",
+            gitdata::create_commit,
+        ),
+        route(
+            Verb::Get,
+            "/repos/{owner}/{repo}/git/commits/{sha}",
+            gitdata::get_git_commit,
+        ),
+        route(Verb::Get, "/repos/{owner}/{repo}/pulls", pulls::list),
+        route(Verb::Post, "/repos/{owner}/{repo}/pulls", pulls::create),
+        route(
+            Verb::Get,
+            "/repos/{owner}/{repo}/pulls/{number}",
+            pulls::get,
+        ),
+        route(
+            Verb::Patch,
+            "/repos/{owner}/{repo}/pulls/{number}",
+            pulls::update,
+        ),
+        route(
+            Verb::Get,
+            "/repos/{owner}/{repo}/pulls/{number}/merge",
+            pulls::is_merged,
+        ),
+        route(
+            Verb::Put,
+            "/repos/{owner}/{repo}/pulls/{number}/merge",
+            pulls::merge_route,
+        ),
+        route(
+            Verb::Get,
+            "/repos/{owner}/{repo}/pulls/{number}/files",
+            pulls::files,
+        ),
+        route(
+            Verb::Get,
+            "/repos/{owner}/{repo}/pulls/{number}/commits",
+            pulls::commits,
+        ),
+        route(
+            Verb::Get,
+            "/repos/{owner}/{repo}/pulls/{number}/reviews",
+            reviews::list,
+        ),
+        route(
+            Verb::Post,
+            "/repos/{owner}/{repo}/pulls/{number}/reviews",
+            reviews::create,
+        ),
+        route(
+            Verb::Get,
+            "/repos/{owner}/{repo}/pulls/{number}/reviews/{id}",
+            reviews::get,
+        ),
+        route(
+            Verb::Post,
+            "/repos/{owner}/{repo}/pulls/{number}/reviews/{id}/events",
+            reviews::submit_pending,
+        ),
+        route(
+            Verb::Get,
+            "/repos/{owner}/{repo}/issues/{number}/comments",
+            issues::list_comments,
+        ),
+        route(
+            Verb::Post,
+            "/repos/{owner}/{repo}/issues/{number}/comments",
+            issues::create_comment,
+        ),
+        route(
+            Verb::Get,
+            "/repos/{owner}/{repo}/issues/{number}/labels",
+            issues::list_issue_labels,
+        ),
+        route(
+            Verb::Post,
+            "/repos/{owner}/{repo}/issues/{number}/labels",
+            issues::add_issue_labels,
+        ),
+        route(
+            Verb::Put,
+            "/repos/{owner}/{repo}/issues/{number}/labels",
+            issues::set_issue_labels,
+        ),
+        route(
+            Verb::Delete,
+            "/repos/{owner}/{repo}/issues/{number}/labels",
+            issues::clear_issue_labels,
+        ),
+        route(
+            Verb::Delete,
+            "/repos/{owner}/{repo}/issues/{number}/labels/{name}",
+            issues::remove_issue_label,
+        ),
+        route(
+            Verb::Get,
+            "/repos/{owner}/{repo}/labels",
+            issues::list_labels,
+        ),
+        route(
+            Verb::Post,
+            "/repos/{owner}/{repo}/labels",
+            issues::create_label,
+        ),
+        route(
+            Verb::Get,
+            "/repos/{owner}/{repo}/labels/{name}",
+            issues::get_label,
+        ),
+        route(
+            Verb::Get,
+            "/repos/{owner}/{repo}/statuses/{reference}",
+            checks::list_statuses,
+        ),
+        route(
+            Verb::Post,
+            "/repos/{owner}/{repo}/statuses/{reference}",
+            checks::create_status,
+        ),
+        route(
+            Verb::Get,
+            "/repos/{owner}/{repo}/commits/{reference}/statuses",
+            checks::list_statuses,
+        ),
+        route(
+            Verb::Get,
+            "/repos/{owner}/{repo}/commits/{reference}/status",
+            checks::combined_status,
+        ),
+        route(
+            Verb::Get,
+            "/repos/{owner}/{repo}/commits/{reference}/check-runs",
+            checks::list_check_runs,
+        ),
+        route(
+            Verb::Post,
+            "/repos/{owner}/{repo}/check-runs",
+            checks::create_check_run,
+        ),
+        route(
+            Verb::Get,
+            "/repos/{owner}/{repo}/check-runs/{id}",
+            checks::get_check_run,
+        ),
+        route(
+            Verb::Patch,
+            "/repos/{owner}/{repo}/check-runs/{id}",
+            checks::update_check_run,
+        ),
+        route(Verb::Get, "/login/oauth/authorize", oauth::authorize),
+        route(Verb::Post, "/login/oauth/access_token", oauth::access_token),
+        route(Verb::Get, "/user", oauth::user),
+        route(Verb::Get, "/user/teams", oauth::user_teams),
+        route(Verb::Get, "/user/orgs", oauth::user_orgs),
+        route(Verb::Get, "/users/{login}", oauth::get_user),
+    ]
+}
+
+/// Every route of the REST API [`router`] serves, as (method, axum path): `("GET", "/repos/{owner}/{repo}")`.
+pub fn routes() -> Vec<(&'static str, &'static str)> {
+    table()
+        .iter()
+        .map(|route| (route.verb.name(), route.path))
+        .collect()
+}
+
 /// The GitHub REST API of the forge, to be mounted at `/github`.
 pub fn router(forge: Forge) -> Router {
-    Router::new()
-        .route("/app", get(auth::get_app))
-        .route("/app/installations", get(auth::list_installations))
-        .route(
-            "/app/installations/{id}/access_tokens",
-            post(auth::create_access_token),
-        )
-        .route("/orgs/{org}/installation", get(auth::org_installation))
-        .route(
-            "/repos/{owner}/{repo}/installation",
-            get(auth::repo_installation),
-        )
-        .route(
-            "/installation/repositories",
-            get(repos::installation_repositories),
-        )
-        .route("/orgs/{org}", get(repos::get_org))
-        .route("/orgs/{org}/repos", get(repos::list_org_repos))
-        .route("/repos/{owner}/{repo}", get(repos::get_repo))
-        .route(
-            "/repos/{owner}/{repo}/contents",
-            get(repos::get_root_contents),
-        )
-        .route(
-            "/repos/{owner}/{repo}/contents/{*path}",
-            get(repos::get_contents).put(contents::put_contents),
-        )
-        .route("/repos/{owner}/{repo}/commits", get(repos::list_commits))
-        .route(
-            "/repos/{owner}/{repo}/commits/{reference}",
-            get(repos::get_commit),
-        )
-        .route("/repos/{owner}/{repo}/compare/{range}", get(repos::compare))
-        .route(
-            "/repos/{owner}/{repo}/branches/{branch}",
-            get(repos::get_branch),
-        )
-        .route(
-            "/repos/{owner}/{repo}/git/refs",
-            get(gitdata::list_refs).post(gitdata::create_ref),
-        )
-        .route(
-            "/repos/{owner}/{repo}/git/refs/{*reference}",
-            get(gitdata::get_ref)
-                .patch(gitdata::update_ref)
-                .delete(gitdata::delete_ref),
-        )
-        .route(
-            "/repos/{owner}/{repo}/git/ref/{*reference}",
-            get(gitdata::get_ref),
-        )
-        .route(
-            "/repos/{owner}/{repo}/git/matching-refs/{*prefix}",
-            get(gitdata::matching_refs),
-        )
-        .route(
-            "/repos/{owner}/{repo}/git/blobs",
-            post(gitdata::create_blob),
-        )
-        .route(
-            "/repos/{owner}/{repo}/git/blobs/{sha}",
-            get(gitdata::get_blob),
-        )
-        .route(
-            "/repos/{owner}/{repo}/git/trees",
-            post(gitdata::create_tree),
-        )
-        .route(
-            "/repos/{owner}/{repo}/git/trees/{sha}",
-            get(gitdata::get_tree),
-        )
-        .route(
-            "/repos/{owner}/{repo}/git/commits",
-            post(gitdata::create_commit),
-        )
-        .route(
-            "/repos/{owner}/{repo}/git/commits/{sha}",
-            get(gitdata::get_git_commit),
-        )
-        .route(
-            "/repos/{owner}/{repo}/pulls",
-            get(pulls::list).post(pulls::create),
-        )
-        .route(
-            "/repos/{owner}/{repo}/pulls/{number}",
-            get(pulls::get).patch(pulls::update),
-        )
-        .route(
-            "/repos/{owner}/{repo}/pulls/{number}/merge",
-            get(pulls::is_merged).put(pulls::merge_route),
-        )
-        .route(
-            "/repos/{owner}/{repo}/pulls/{number}/files",
-            get(pulls::files),
-        )
-        .route(
-            "/repos/{owner}/{repo}/pulls/{number}/commits",
-            get(pulls::commits),
-        )
-        .route(
-            "/repos/{owner}/{repo}/pulls/{number}/reviews",
-            get(reviews::list).post(reviews::create),
-        )
-        .route(
-            "/repos/{owner}/{repo}/pulls/{number}/reviews/{id}",
-            get(reviews::get),
-        )
-        .route(
-            "/repos/{owner}/{repo}/pulls/{number}/reviews/{id}/events",
-            post(reviews::submit_pending),
-        )
-        .route(
-            "/repos/{owner}/{repo}/issues/{number}/comments",
-            get(issues::list_comments).post(issues::create_comment),
-        )
-        .route(
-            "/repos/{owner}/{repo}/issues/{number}/labels",
-            get(issues::list_issue_labels)
-                .post(issues::add_issue_labels)
-                .put(issues::set_issue_labels)
-                .delete(issues::clear_issue_labels),
-        )
-        .route(
-            "/repos/{owner}/{repo}/issues/{number}/labels/{name}",
-            delete(issues::remove_issue_label),
-        )
-        .route(
-            "/repos/{owner}/{repo}/labels",
-            get(issues::list_labels).post(issues::create_label),
-        )
-        .route(
-            "/repos/{owner}/{repo}/labels/{name}",
-            get(issues::get_label),
-        )
-        .route(
-            "/repos/{owner}/{repo}/statuses/{reference}",
-            get(checks::list_statuses).post(checks::create_status),
-        )
-        .route(
-            "/repos/{owner}/{repo}/commits/{reference}/statuses",
-            get(checks::list_statuses),
-        )
-        .route(
-            "/repos/{owner}/{repo}/commits/{reference}/status",
-            get(checks::combined_status),
-        )
-        .route(
-            "/repos/{owner}/{repo}/commits/{reference}/check-runs",
-            get(checks::list_check_runs),
-        )
-        .route(
-            "/repos/{owner}/{repo}/check-runs",
-            post(checks::create_check_run),
-        )
-        .route(
-            "/repos/{owner}/{repo}/check-runs/{id}",
-            get(checks::get_check_run).patch(checks::update_check_run),
-        )
-        .route("/login/oauth/authorize", get(oauth::authorize))
-        .route("/login/oauth/access_token", post(oauth::access_token))
-        .route("/user", get(oauth::user))
-        .route("/user/teams", get(oauth::user_teams))
-        .route("/user/orgs", get(oauth::user_orgs))
-        .route("/users/{login}", get(oauth::get_user))
+    table()
+        .into_iter()
+        .fold(Router::new(), |router, route| {
+            router.route(route.path, route.handler)
+        })
         .fallback(not_found)
         .method_not_allowed_fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(

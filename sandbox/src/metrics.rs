@@ -27,6 +27,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use axum::Router;
 
+pub use api::Route;
 pub use prometheus::PrometheusServer;
 #[cfg(test)]
 pub(crate) use series::BUCKETS;

@@ -160,9 +160,18 @@ fn permissions() -> Value {
 fn installation(forge: &Forge, base: &ApiBase) -> Value {
     let config = &forge.inner.config;
     let id = config.installation_id;
+    // GitHub's description of `GET /app/installations` makes the account both a user and an enterprise
+    // (`allOf`), so the organisation also carries the enterprise fields (`name`, `slug`, its dates).
+    let mut account = shapes::org_owner(base, &config.html_base);
+    if let Some(object) = account.as_object_mut() {
+        object.insert("name".into(), "Acme".into());
+        object.insert("slug".into(), ORGANISATION.into());
+        object.insert("created_at".into(), "2026-10-01T09:00:00Z".into());
+        object.insert("updated_at".into(), "2026-10-01T09:00:00Z".into());
+    }
     json!({
         "id": id,
-        "account": shapes::org_owner(base, &config.html_base),
+        "account": account,
         "repository_selection": "all",
         "access_tokens_url": format!("{}/app/installations/{id}/access_tokens", base.url),
         "repositories_url": format!("{}/installation/repositories", base.url),
@@ -183,25 +192,34 @@ fn installation(forge: &Forge, base: &ApiBase) -> Value {
     })
 }
 
+/// The App's homepage (its `external_url`), which GitHub makes the `details_url` of a check run created
+/// without one.
+pub(super) const HOMEPAGE: &str = "https://tower.acme.example";
+
 /// `GET /app`: the authenticated App.
 pub async fn get_app(_: AppJwt, State(forge): State<Forge>, base: ApiBase) -> Json<Value> {
+    Json(app(&forge, &base))
+}
+
+/// The App as GitHub shows it (`integration`): `GET /app`, and the `app` of its check runs.
+pub(super) fn app(forge: &Forge, base: &ApiBase) -> Value {
     let config = &forge.inner.config;
-    Json(json!({
+    json!({
         "id": config.app_id,
         "slug": config.app_slug,
         "node_id": shapes::node_id("Integration", config.app_id),
         "client_id": config.client_id,
-        "owner": shapes::org_owner(&base, &config.html_base),
+        "owner": shapes::org_owner(base, &config.html_base),
         "name": "Tower",
         "description": "The developer portal of Acme's platform.",
-        "external_url": "https://tower.acme.example",
+        "external_url": HOMEPAGE,
         "html_url": format!("{}/apps/{}", config.html_base, config.app_slug),
         "created_at": "2026-10-01T09:00:00Z",
         "updated_at": "2026-10-01T09:00:00Z",
         "permissions": permissions(),
         "events": EVENTS,
         "installations_count": 1,
-    }))
+    })
 }
 
 /// `GET /app/installations`.

@@ -321,10 +321,11 @@ pub fn check_run_json(forge: &Forge, base: &ApiBase, run: &CheckRun, pulls: &[Pu
         "id": run.id,
         "head_sha": run.head_sha,
         "node_id": shapes::node_id("CheckRun", run.id),
-        "external_id": run.external_id,
+        // GitHub answers `""` and the App's homepage for a run created without them.
+        "external_id": run.external_id.clone().unwrap_or_default(),
         "url": format!("{api}/check-runs/{}", run.id),
         "html_url": format!("{html}/{ORGANISATION}/{}/runs/{}", run.repo, run.id),
-        "details_url": run.details_url,
+        "details_url": run.details_url.clone().unwrap_or_else(|| super::auth::HOMEPAGE.into()),
         "status": run.status,
         "conclusion": run.conclusion,
         "started_at": run.started_at,
@@ -338,18 +339,16 @@ pub fn check_run_json(forge: &Forge, base: &ApiBase, run: &CheckRun, pulls: &[Pu
         },
         "name": run.name,
         "check_suite": {"id": run.id + 500_000},
-        "app": {
-            "id": forge.inner.config.app_id,
-            "slug": forge.inner.config.app_slug,
-            "name": "Tower",
-        },
+        "app": super::auth::app(forge, base),
         "pull_requests": pull_refs(base, &run.repo, pulls),
     })
 }
 
-fn status_json(base: &ApiBase, html: &str, status: &Status) -> Value {
+/// A status posted on commit `sha` of `repo`.
+fn status_json(base: &ApiBase, html: &str, repo: &str, sha: &str, status: &Status) -> Value {
     json!({
-        "url": format!("{}/repos/{ORGANISATION}/statuses/{}", base.url, status.id),
+        // GitHub's status URL names the repository and the commit, not the status's id.
+        "url": format!("{}/repos/{ORGANISATION}/{}/statuses/{}", base.url, repo, sha),
         "avatar_url": null,
         "id": status.id,
         "node_id": shapes::node_id("StatusContext", status.id),
@@ -402,11 +401,9 @@ pub async fn create_status(
         created_at: now(),
         creator: caller.login(),
     };
-    forge.state().add_status(repo, sha, status.clone());
-    Ok((
-        StatusCode::CREATED,
-        Json(status_json(&base, &forge.inner.config.html_base, &status)),
-    ))
+    let answer = status_json(&base, &forge.inner.config.html_base, &repo, &sha, &status);
+    forge.state().add_status(repo, sha, status);
+    Ok((StatusCode::CREATED, Json(answer)))
 }
 
 async fn statuses_for(
@@ -437,12 +434,12 @@ pub async fn list_statuses(
     base: ApiBase,
     Path((owner, repo, reference)): Path<(String, String, String)>,
 ) -> Result<Json<Value>> {
-    let (_, statuses) = statuses_for(&forge, &owner, &repo, &reference).await?;
+    let (sha, statuses) = statuses_for(&forge, &owner, &repo, &reference).await?;
     let html = &forge.inner.config.html_base;
     Ok(Json(Value::Array(
         statuses
             .iter()
-            .map(|s| status_json(&base, html, s))
+            .map(|s| status_json(&base, html, &repo, &sha, s))
             .collect(),
     )))
 }
@@ -475,7 +472,7 @@ pub async fn combined_status(
     let api = format!("{}/repos/{ORGANISATION}/{repo}", base.url);
     Ok(Json(json!({
         "state": state,
-        "statuses": latest.iter().map(|s| status_json(&base, html, s)).collect::<Vec<_>>(),
+        "statuses": latest.iter().map(|s| status_json(&base, html, &repo, &sha, s)).collect::<Vec<_>>(),
         "sha": sha,
         "total_count": latest.len(),
         "repository": shapes::repository(&base, html, &repo, ""),

@@ -294,7 +294,8 @@ fn full_user(forge: &Forge, base: &ApiBase, login: &str) -> Value {
             "company": if login == people::VISITOR { Value::Null } else { Value::String(format!("@{ORGANISATION}")) },
             "blog": "",
             "location": null,
-            "email": who.email,
+            // A bot has no public email (its commits use the no-reply address, which is no valid email).
+            "email": if who.bot { Value::Null } else { Value::String(who.email) },
             "hireable": null,
             "bio": null,
             "twitter_username": null,
@@ -353,12 +354,8 @@ pub async fn user_teams(
                     .bytes()
                     .fold(0u64, |h, b| (h * 31 + u64::from(b)) % 10_000);
             let api = format!("{}/orgs/{ORGANISATION}/teams/{}", base.url, team.slug);
-            let mut organization = shapes::organization(&base);
-            if let Some(object) = organization.as_object_mut() {
-                object.insert("name".into(), "Acme".into());
-                object.insert("html_url".into(), format!("{html}/{ORGANISATION}").into());
-                object.insert("type".into(), "Organization".into());
-            }
+            let organization =
+                shapes::organization_full(&base, html, forge.repository_names().len());
             json!({
                 "id": id,
                 "node_id": shapes::node_id("Team", id),
@@ -373,6 +370,7 @@ pub async fn user_teams(
                 "members_url": format!("{api}/members{{/member}}"),
                 "repositories_url": format!("{api}/repos"),
                 "parent": null,
+                "type": "organization",
                 "members_count": team.members.len(),
                 "repos_count": 0,
                 "created_at": "2026-01-05T09:00:00Z",

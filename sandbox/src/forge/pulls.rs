@@ -529,8 +529,14 @@ pub async fn update(
     let docs = "/pulls/pulls#update-a-pull-request";
     let mut pull = find(&forge, &repo, number)?;
     let was_open = pull.open;
-    let edited = body.title.as_ref().is_some_and(|t| *t != pull.title)
-        || body.body.as_ref().is_some_and(|b| *b != pull.body);
+    // What an `edited` delivery's `changes` names: each edited field with what it was before.
+    let mut changes = serde_json::Map::new();
+    if body.title.as_ref().is_some_and(|t| *t != pull.title) {
+        changes.insert("title".into(), json!({"from": pull.title}));
+    }
+    if body.body.as_ref().is_some_and(|b| *b != pull.body) {
+        changes.insert("body".into(), json!({"from": pull.body}));
+    }
     if let Some(title) = body.title {
         if title.trim().is_empty() {
             return Err(GitHubError::invalid("PullRequest", "title", "missing_field").docs(docs));
@@ -565,8 +571,12 @@ pub async fn update(
     pull.updated_at = now();
     store(&forge, &repo, &pull);
     let sender = caller.login();
-    if edited {
-        forge.hook(Hook::pull_request(&repo, "edited", &pull, &sender));
+    if !changes.is_empty() {
+        let mut hook = Hook::pull_request(&repo, "edited", &pull, &sender);
+        if let Hook::PullRequest { extra, .. } = &mut hook {
+            *extra = json!({"changes": changes});
+        }
+        forge.hook(hook);
     }
     match (was_open, pull.open) {
         (true, false) => forge.hook(Hook::pull_request(&repo, "closed", &pull, &sender)),

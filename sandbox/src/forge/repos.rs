@@ -30,11 +30,20 @@ pub fn description(name: &str) -> String {
 }
 
 /// `GET /orgs/{org}`.
-pub async fn get_org(_: Reader, base: ApiBase, Path(org): Path<String>) -> Result<Json<Value>> {
+pub async fn get_org(
+    _: Reader,
+    State(forge): State<Forge>,
+    base: ApiBase,
+    Path(org): Path<String>,
+) -> Result<Json<Value>> {
     if !org.eq_ignore_ascii_case(ORGANISATION) {
         return Err(GitHubError::not_found().docs("/orgs/orgs#get-an-organization"));
     }
-    Ok(Json(shapes::organization(&base)))
+    Ok(Json(shapes::organization_full(
+        &base,
+        &forge.inner.config.html_base,
+        forge.repository_names().len(),
+    )))
 }
 
 /// `GET /orgs/{org}/repos`, paginated.
@@ -496,6 +505,7 @@ pub async fn get_branch(
             })?;
         let info = commit_info(&git, &sha)?;
         let api = format!("{}/repos/{ORGANISATION}/{repo}", base.url);
+        let protected = branch == "main";
         Ok(Json(json!({
             "name": branch,
             "commit": shapes::commit(&base, &html, &repo, &info),
@@ -503,7 +513,12 @@ pub async fn get_branch(
                 "self": format!("{api}/branches/{branch}"),
                 "html": format!("{html}/{ORGANISATION}/{repo}/tree/{branch}"),
             },
-            "protected": branch == "main",
+            "protected": protected,
+            // The forge enforces no rule on its branches: GitHub's summary of a branch without any.
+            "protection": {
+                "enabled": protected,
+                "required_status_checks": {"enforcement_level": "off", "contexts": [], "checks": []},
+            },
             "protection_url": format!("{api}/branches/{branch}/protection"),
         })))
     })

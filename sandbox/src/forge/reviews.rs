@@ -50,7 +50,13 @@ impl ReviewEvent {
             "APPROVE" => Ok(ReviewEvent::Approve),
             "REQUEST_CHANGES" => Ok(ReviewEvent::RequestChanges),
             "COMMENT" => Ok(ReviewEvent::Comment),
-            _ => Err(GitHubError::invalid("PullRequestReview", "event", "invalid").docs(docs)),
+            // GitHub answers with its simple validation error, the reason a bare string.
+            _ => Err(refused(
+                &format!(
+                    "Variable $event of type PullRequestReviewEvent was provided invalid value {text:?}"
+                ),
+                docs,
+            )),
         }
     }
 }

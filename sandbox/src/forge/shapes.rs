@@ -24,7 +24,17 @@ fn commit_number(sha: &str) -> u64 {
 /// The simple user object (`simple-user`) for `login`.
 pub fn user(base: &ApiBase, html: &str, login: &str) -> Value {
     let who = people::identity(login);
-    let api = format!("{}/users/{login}", base.url);
+    // GitHub escapes a bot's brackets in its URLs (`/users/dependabot%5Bbot%5D`): a bare `[` is no URI.
+    let api = format!(
+        "{}/users/{}",
+        base.url,
+        login.replace('[', "%5B").replace(']', "%5D")
+    );
+    // A bot's page is its App's (`https://github.com/apps/dependabot`).
+    let page = match login.strip_suffix("[bot]") {
+        Some(app) => format!("{html}/apps/{app}"),
+        None => format!("{html}/{login}"),
+    };
     json!({
         "login": login,
         "id": who.id,
@@ -32,7 +42,7 @@ pub fn user(base: &ApiBase, html: &str, login: &str) -> Value {
         "avatar_url": format!("https://avatars.githubusercontent.com/u/{}?v=4", who.id),
         "gravatar_id": "",
         "url": api,
-        "html_url": format!("{html}/{}", login.trim_end_matches("[bot]")),
+        "html_url": page,
         "followers_url": format!("{api}/followers"),
         "following_url": format!("{api}/following{{/other_user}}"),
         "gists_url": format!("{api}/gists{{/gist_id}}"),
@@ -93,6 +103,33 @@ pub fn organization(base: &ApiBase) -> Value {
     })
 }
 
+/// The organisation as `GET /orgs/{org}` shows it (`organization-full`), with `public_repos` of them.
+pub fn organization_full(base: &ApiBase, html: &str, public_repos: usize) -> Value {
+    let mut organization = organization(base);
+    if let Value::Object(object) = &mut organization {
+        let full = json!({
+            "name": "Acme",
+            "blog": "https://acme.example",
+            "is_verified": false,
+            "html_url": format!("{html}/{ORGANISATION}"),
+            "has_organization_projects": false,
+            "has_repository_projects": false,
+            "public_repos": public_repos,
+            "public_gists": 0,
+            "followers": 0,
+            "following": 0,
+            "type": "Organization",
+            "created_at": "2026-10-01T09:00:00Z",
+            "updated_at": "2026-10-01T09:00:00Z",
+            "archived_at": null,
+        });
+        if let Value::Object(full) = full {
+            object.extend(full);
+        }
+    }
+    organization
+}
+
 /// A stable id for a repository name.
 pub fn repository_id(name: &str) -> u64 {
     800_000
@@ -136,6 +173,34 @@ pub fn repository(base: &ApiBase, html_base: &str, name: &str, description: &str
         "clone_url": format!("{html}.git"),
         "git_url": format!("git://github.com/{ORGANISATION}/{name}.git"),
         "ssh_url": format!("git@github.com:{ORGANISATION}/{name}.git"),
+        "svn_url": html,
+        "mirror_url": null,
+    });
+    // The URLs of what the forge does not emulate (forks, releases, deployments, …): GitHub requires them
+    // in every repository object, so they are there, under the forge's base as GitHub's format puts them.
+    let elsewhere = json!({
+        "assignees_url": format!("{api}/assignees{{/user}}"),
+        "collaborators_url": format!("{api}/collaborators{{/collaborator}}"),
+        "comments_url": format!("{api}/comments{{/number}}"),
+        "contributors_url": format!("{api}/contributors"),
+        "deployments_url": format!("{api}/deployments"),
+        "downloads_url": format!("{api}/downloads"),
+        "events_url": format!("{api}/events"),
+        "forks_url": format!("{api}/forks"),
+        "hooks_url": format!("{api}/hooks"),
+        "issue_comment_url": format!("{api}/issues/comments{{/number}}"),
+        "issue_events_url": format!("{api}/issues/events{{/number}}"),
+        "keys_url": format!("{api}/keys{{/key_id}}"),
+        "languages_url": format!("{api}/languages"),
+        "merges_url": format!("{api}/merges"),
+        "milestones_url": format!("{api}/milestones{{/number}}"),
+        "notifications_url": format!("{api}/notifications{{?since,all,participating}}"),
+        "releases_url": format!("{api}/releases{{/id}}"),
+        "stargazers_url": format!("{api}/stargazers"),
+        "subscribers_url": format!("{api}/subscribers"),
+        "subscription_url": format!("{api}/subscription"),
+        "tags_url": format!("{api}/tags"),
+        "teams_url": format!("{api}/teams"),
     });
     let settings = json!({
         "homepage": null,
@@ -143,8 +208,14 @@ pub fn repository(base: &ApiBase, html_base: &str, name: &str, description: &str
         "size": 0,
         "stargazers_count": 0,
         "watchers_count": 0,
+        "watchers": 0,
         "forks_count": 0,
+        "forks": 0,
         "open_issues_count": 0,
+        "open_issues": 0,
+        "network_count": 0,
+        "subscribers_count": 0,
+        "license": null,
         "default_branch": "main",
         "visibility": "public",
         "archived": false,
@@ -155,6 +226,7 @@ pub fn repository(base: &ApiBase, html_base: &str, name: &str, description: &str
         "has_projects": false,
         "has_wiki": false,
         "has_pages": false,
+        "has_discussions": false,
         "has_downloads": true,
         "allow_merge_commit": true,
         "allow_squash_merge": false,
@@ -167,7 +239,7 @@ pub fn repository(base: &ApiBase, html_base: &str, name: &str, description: &str
     });
     let mut repository = head;
     if let Some(object) = repository.as_object_mut() {
-        for part in [urls, settings] {
+        for part in [urls, elsewhere, settings] {
             if let Value::Object(part) = part {
                 object.extend(part);
             }

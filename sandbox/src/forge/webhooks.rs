@@ -40,6 +40,25 @@ const PUSH_COMMITS: usize = 2048;
 /// The id of the App's webhook (`X-GitHub-Hook-ID`).
 const HOOK_ID: u64 = 5_550_001;
 
+/// Every kind of delivery the forge makes, `event` or `event/action`; a hook of any other kind is not
+/// delivered. Each has GitHub's payload schema vendored in `sandbox/contracts/github-webhooks/` and is
+/// triggered and checked against it by `tests/it/contract_webhooks.rs`, so a new kind is added here, to
+/// `update.mjs`'s list and to that test together: until then it is refused here, loudly, rather than sent
+/// in a shape nothing checked.
+const DELIVERED: [&str; 11] = [
+    "push",
+    "pull_request/opened",
+    "pull_request/edited",
+    "pull_request/closed",
+    "pull_request/reopened",
+    "pull_request/labeled",
+    "pull_request/unlabeled",
+    "pull_request/synchronize",
+    "pull_request_review/submitted",
+    "check_run/created",
+    "check_run/completed",
+];
+
 /// Something that happened, to be delivered as a webhook.
 #[derive(Debug, Clone)]
 pub enum Hook {
@@ -211,7 +230,8 @@ async fn deliver_all(forge: Weak<Inner>, mut queue: mpsc::UnboundedReceiver<Deli
         let app_id = forge.inner.config.app_id;
         let rendered = tokio::task::spawn_blocking(move || render(&forge, hook)).await;
         let (event, body) = match rendered {
-            Ok(Ok(rendered)) => rendered,
+            Ok(Ok(Some(rendered))) => rendered,
+            Ok(Ok(None)) => continue,
             Ok(Err(error)) => {
                 tracing::warn!(%error, delivery = %id, "could not write a webhook payload; skipped");
                 continue;
@@ -282,10 +302,11 @@ pub fn signature(secret: &str, body: &[u8]) -> String {
     format!("sha256={}", hex::encode(digest))
 }
 
-/// The event name and JSON body of `hook`. Runs git.
-fn render(forge: &Forge, hook: Hook) -> Result<(&'static str, Vec<u8>)> {
+/// The event name and JSON body of `hook`, or `None` for a kind the forge does not deliver
+/// ([`DELIVERED`]). Runs git.
+fn render(forge: &Forge, hook: Hook) -> Result<Option<(&'static str, Vec<u8>)>> {
     let base = forge.api_base();
-    let (event, payload) = match hook {
+    let (event, mut payload) = match hook {
         Hook::Push {
             repo,
             reference,
@@ -346,16 +367,125 @@ fn render(forge: &Forge, hook: Hook) -> Result<(&'static str, Vec<u8>)> {
         } => {
             let mut payload = envelope(forge, &base, &repo, &sender);
             payload.insert("action".into(), action.into());
-            payload.insert(
-                "check_run".into(),
-                check_run_json(forge, &base, &run, &pulls),
-            );
+            let mut check_run = check_run_json(forge, &base, &run, &pulls);
+            if let Value::Object(fields) = &mut check_run {
+                let suite = check_suite(&base, &repo, &run, &pulls, fields);
+                fields.insert("check_suite".into(), suite);
+            }
+            payload.insert("check_run".into(), check_run);
             ("check_run", payload)
         }
     };
+    webhook_form(&mut payload);
+    let kind = match payload.get("action").and_then(Value::as_str) {
+        Some(action) => format!("{event}/{action}"),
+        None => event.to_string(),
+    };
+    if !DELIVERED.contains(&kind.as_str()) {
+        tracing::warn!(
+            %kind,
+            "not delivering a webhook of a kind the forge has no payload contract for; \
+             list it in webhooks::DELIVERED and cover it in tests/it/contract_webhooks.rs"
+        );
+        return Ok(None);
+    }
     let body =
         serde_json::to_vec(&Value::Object(payload)).map_err(|e| GitHubError::internal(&e))?;
-    Ok((event, body))
+    Ok(Some((event, body)))
+}
+
+/// Turns the objects a payload shares with the REST API into the forms webhooks carry them in, as GitHub's
+/// webhook payload schemas describe them: repositories (the payload's own, a pull request's base and head)
+/// and a check run's App. The REST shapes stay as they are; only what a delivery embeds changes.
+fn webhook_form(payload: &mut Map<String, Value>) {
+    if let Some(Value::Object(repository)) = payload.get_mut("repository") {
+        webhook_repository(repository);
+    }
+    if let Some(Value::Object(pull)) = payload.get_mut("pull_request") {
+        for side in ["base", "head"] {
+            if let Some(Value::Object(repository)) =
+                pull.get_mut(side).and_then(|side| side.get_mut("repo"))
+            {
+                webhook_repository(repository);
+            }
+        }
+    }
+    if let Some(Value::Object(run)) = payload.get_mut("check_run") {
+        if let Some(Value::Object(app)) = run.get_mut("app") {
+            webhook_app(app);
+        }
+        if let Some(Value::Object(app)) = run
+            .get_mut("check_suite")
+            .and_then(|suite| suite.get_mut("app"))
+        {
+            webhook_app(app);
+        }
+    }
+}
+
+/// A repository as a webhook carries it: without the counts only `GET /repos/{owner}/{repo}` answers
+/// (`network_count`, `subscribers_count`), with the settings every delivery states (web commit sign-off
+/// not required, no custom properties) when the REST shape has not already said them.
+fn webhook_repository(repository: &mut Map<String, Value>) {
+    repository.remove("network_count");
+    repository.remove("subscribers_count");
+    repository
+        .entry("web_commit_signoff_required")
+        .or_insert(Value::Bool(false));
+    repository
+        .entry("custom_properties")
+        .or_insert_with(|| json!({}));
+}
+
+/// The App as a webhook names it: `installations_count` is only for an App asking about itself, and the
+/// payload schema's App has no `client_id`.
+fn webhook_app(app: &mut Map<String, Value>) {
+    app.remove("installations_count");
+    app.remove("client_id");
+}
+
+/// The check suite of a `check_run` payload's run. A webhook carries it whole, where the REST answer has
+/// only its id: GitHub's schema requires its state, head, URL, pull requests and App. The forge makes one
+/// suite per run, so the suite's state and times are the run's.
+fn check_suite(
+    base: &ApiBase,
+    repo: &str,
+    run: &CheckRun,
+    pulls: &[Pull],
+    check_run: &Map<String, Value>,
+) -> Value {
+    let id = check_run
+        .get("check_suite")
+        .and_then(|suite| suite.get("id"))
+        .and_then(Value::as_u64)
+        .unwrap_or(run.id);
+    let created_at = run
+        .started_at
+        .clone()
+        .or_else(|| run.completed_at.clone())
+        .unwrap_or_else(super::now);
+    let updated_at = run
+        .completed_at
+        .clone()
+        .unwrap_or_else(|| created_at.clone());
+    json!({
+        "id": id,
+        "node_id": shapes::node_id("CheckSuite", id),
+        // The branch is known when the run is on a pull request's head; GitHub sends null otherwise too
+        // (a suite for a commit no branch points at).
+        "head_branch": pulls.first().map(|pull| pull.head_ref.clone()),
+        "head_sha": run.head_sha,
+        "status": run.status,
+        "conclusion": run.conclusion,
+        "url": format!("{}/repos/{ORGANISATION}/{repo}/check-suites/{id}", base.url),
+        // The push that made the suite is not kept; GitHub's schema allows null.
+        "before": null,
+        "after": run.head_sha,
+        "pull_requests": check_run.get("pull_requests").cloned().unwrap_or_else(|| json!([])),
+        "app": check_run.get("app").cloned().unwrap_or(Value::Null),
+        "created_at": created_at,
+        "updated_at": updated_at,
+    })
 }
 
 /// What every payload carries: the repository, the organisation, the App's installation and who did it.
@@ -486,7 +616,30 @@ fn push_commit(git: &Git, html: &str, repo: &str, commit: &CommitInfo) -> Result
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
+
+    /// GitHub's webhook payload schemas as vendored for the contract test.
+    const SCHEMA: &str = include_str!("../../contracts/github-webhooks/schema.json");
+
+    #[test]
+    fn every_kind_the_forge_delivers_has_a_vendored_payload_schema_and_no_other_is_vendored() {
+        let schema: Value = serde_json::from_str(SCHEMA).unwrap();
+        let vendored: std::collections::BTreeSet<String> = schema["definitions"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .filter_map(|name| name.split_once('$'))
+            .map(|(event, action)| match action {
+                "event" => event.to_string(),
+                action => format!("{event}/{action}"),
+            })
+            .collect();
+        let delivered: std::collections::BTreeSet<String> =
+            DELIVERED.iter().map(|kind| kind.to_string()).collect();
+        assert_eq!(delivered, vendored);
+    }
 
     #[test]
     fn the_signature_is_githubs_documented_example() {

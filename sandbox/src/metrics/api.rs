@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::{Query, State};
-use axum::http::{StatusCode, header};
+use axum::http::{Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{MethodRouter, get};
 use axum::{Json, Router};
 use serde_json::{Value as JsonValue, json};
 
@@ -19,38 +19,98 @@ use super::series::{Generator, Series, format_value};
 /// Prometheus refuses range queries with more points per series than this.
 const MAX_POINTS: f64 = 11_000.0;
 
-/// `/metrics`, plus `/prometheus/api/v1/query`, `…/query_range` and `/prometheus/-/ready` with `api`.
+/// One route of the metrics server. The router is built from [`Route::ALL`], so the contract tests, which
+/// exercise every route, see each one added.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Route {
+    /// `GET /metrics`: the text exposition a real Prometheus scrapes (always served).
+    Exposition,
+    /// `GET|POST /prometheus/api/v1/query`: an instant query (fallback mode).
+    Query,
+    /// `GET|POST /prometheus/api/v1/query_range`: a range query (fallback mode).
+    QueryRange,
+    /// `GET /prometheus/-/ready`: Prometheus' readiness probe (fallback mode).
+    Ready,
+}
+
+impl Route {
+    /// Every route, served or not.
+    pub const ALL: [Self; 4] = [Self::Exposition, Self::Query, Self::QueryRange, Self::Ready];
+
+    /// The path.
+    pub fn path(self) -> &'static str {
+        match self {
+            Self::Exposition => "/metrics",
+            Self::Query => "/prometheus/api/v1/query",
+            Self::QueryRange => "/prometheus/api/v1/query_range",
+            Self::Ready => "/prometheus/-/ready",
+        }
+    }
+
+    /// The methods it answers.
+    pub fn methods(self) -> &'static [Method] {
+        match self {
+            Self::Exposition | Self::Ready => &[Method::GET],
+            Self::Query | Self::QueryRange => &[Method::GET, Method::POST],
+        }
+    }
+
+    /// Whether it is part of the query API, served only in fallback mode (a real Prometheus serves it
+    /// otherwise).
+    pub fn is_api(self) -> bool {
+        !matches!(self, Self::Exposition)
+    }
+
+    fn handler(self) -> MethodRouter<Arc<Generator>> {
+        match self {
+            Self::Exposition => get(exposition),
+            Self::Query => get(query).post(query),
+            Self::QueryRange => get(query_range).post(query_range),
+            Self::Ready => get(|| async { "Prometheus Server is Ready.\n" }),
+        }
+    }
+}
+
+/// `/metrics`, plus the query API's routes with `api`.
 pub(super) fn router(generator: Arc<Generator>, api: bool) -> Router {
-    let mut router = Router::new().route("/metrics", get(exposition));
-    if api {
-        router = router
-            .route("/prometheus/api/v1/query", get(query).post(query))
-            .route(
-                "/prometheus/api/v1/query_range",
-                get(query_range).post(query_range),
-            )
-            .route(
-                "/prometheus/-/ready",
-                get(|| async { "Prometheus Server is Ready.\n" }),
-            );
-    }
-    router.with_state(generator)
+    Route::ALL
+        .into_iter()
+        .filter(|route| api || !route.is_api())
+        .fold(Router::new(), |router, route| {
+            router.route(route.path(), route.handler())
+        })
+        .with_state(generator)
 }
 
-/// A `bad_data` error, Prometheus' answer to a query it cannot run.
-struct BadData(String);
+/// The interval between the raw samples an instant query of a range selector answers: the backfill's
+/// default step, as if a scraper had taken them.
+const SCRAPE_INTERVAL: f64 = 30.0;
 
-impl From<QueryError> for BadData {
-    fn from(err: QueryError) -> Self {
-        Self(err.0)
-    }
+/// A refused query, answered in Prometheus' error envelope with the status its API documents.
+#[derive(Debug, thiserror::Error)]
+enum ApiError {
+    /// Missing or malformed parameters, or an expression that does not parse or type-check: 400.
+    #[error("{0}")]
+    BadData(String),
+    /// An expression that parsed but could not be evaluated (many-to-many matching): 422.
+    #[error("{0}")]
+    Execution(String),
 }
 
-impl IntoResponse for BadData {
+impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = json!({"status": "error", "errorType": "bad_data", "error": self.0});
-        (StatusCode::BAD_REQUEST, Json(body)).into_response()
+        let (status, error_type) = match &self {
+            Self::BadData(_) => (StatusCode::BAD_REQUEST, "bad_data"),
+            Self::Execution(_) => (StatusCode::UNPROCESSABLE_ENTITY, "execution"),
+        };
+        let body = json!({"status": "error", "errorType": error_type, "error": self.to_string()});
+        (status, Json(body)).into_response()
     }
+}
+
+/// Evaluation errors are execution errors: type errors were caught while parsing.
+fn evaluate(expr: &promql::Expr, generator: &Generator, t: f64) -> Result<Value, ApiError> {
+    promql::evaluate(expr, generator, t).map_err(|QueryError(message)| ApiError::Execution(message))
 }
 
 /// Parameters from the query string and, for POST, the form body, as Prometheus merges them.
@@ -63,7 +123,7 @@ fn params(query: HashMap<String, String>, body: &Bytes) -> HashMap<String, Strin
 }
 
 /// A time parameter: Unix seconds (fractions allowed) or RFC 3339.
-fn time(params: &HashMap<String, String>, name: &str) -> Result<Option<f64>, BadData> {
+fn time(params: &HashMap<String, String>, name: &str) -> Result<Option<f64>, ApiError> {
     let Some(text) = params.get(name).filter(|t| !t.is_empty()) else {
         return Ok(None);
     };
@@ -73,23 +133,23 @@ fn time(params: &HashMap<String, String>, name: &str) -> Result<Option<f64>, Bad
     text.parse::<jiff::Timestamp>()
         .map(|ts| Some(ts.as_millisecond() as f64 / 1000.0))
         .map_err(|_| {
-            BadData(format!(
+            ApiError::BadData(format!(
                 "invalid parameter \"{name}\": cannot parse \"{text}\" to a valid timestamp"
             ))
         })
 }
 
-fn required_time(params: &HashMap<String, String>, name: &str) -> Result<f64, BadData> {
+fn required_time(params: &HashMap<String, String>, name: &str) -> Result<f64, ApiError> {
     time(params, name)?.ok_or_else(|| {
-        BadData(format!(
+        ApiError::BadData(format!(
             "invalid parameter \"{name}\": cannot parse \"\" to a valid timestamp"
         ))
     })
 }
 
-fn expression(params: &HashMap<String, String>) -> Result<promql::Expr, BadData> {
+fn expression(params: &HashMap<String, String>) -> Result<promql::Expr, ApiError> {
     let text = params.get("query").map(String::as_str).unwrap_or_default();
-    promql::parse(text).map_err(|e| BadData(format!("invalid parameter \"query\": {e}")))
+    promql::parse(text).map_err(|e| ApiError::BadData(format!("invalid parameter \"query\": {e}")))
 }
 
 fn now() -> f64 {
@@ -109,11 +169,25 @@ async fn query(
     State(generator): State<Arc<Generator>>,
     Query(query): Query<HashMap<String, String>>,
     body: Bytes,
-) -> Result<Json<JsonValue>, BadData> {
+) -> Result<Json<JsonValue>, ApiError> {
     let params = params(query, &body);
     let expr = expression(&params)?;
     let t = time(&params, "time")?.unwrap_or_else(now);
-    let data = match promql::evaluate(&expr, &generator, t)? {
+    if let Some(series) = promql::range_samples(&expr, &generator, t, SCRAPE_INTERVAL) {
+        let result: Vec<JsonValue> = series
+            .into_iter()
+            .map(|(labels, samples)| {
+                let values: Vec<JsonValue> = samples
+                    .into_iter()
+                    .map(|(at, v)| json!([timestamp(at), format_value(v)]))
+                    .collect();
+                json!({"metric": labels, "values": values})
+            })
+            .collect();
+        let data = json!({"resultType": "matrix", "result": result});
+        return Ok(Json(json!({"status": "success", "data": data})));
+    }
+    let data = match evaluate(&expr, &generator, t)? {
         Value::Scalar(v) => {
             json!({"resultType": "scalar", "result": [timestamp(t), format_value(v)]})
         }
@@ -135,12 +209,12 @@ async fn query_range(
     State(generator): State<Arc<Generator>>,
     Query(query): Query<HashMap<String, String>>,
     body: Bytes,
-) -> Result<Json<JsonValue>, BadData> {
+) -> Result<Json<JsonValue>, ApiError> {
     let params = params(query, &body);
     let start = required_time(&params, "start")?;
     let end = required_time(&params, "end")?;
     if end < start {
-        return Err(BadData(
+        return Err(ApiError::BadData(
             "invalid parameter \"end\": end timestamp must not be before start time".into(),
         ));
     }
@@ -149,25 +223,30 @@ async fn query_range(
         .parse::<f64>()
         .or_else(|_| promql::duration(step_text))
         .map_err(|_| {
-            BadData(format!(
+            ApiError::BadData(format!(
                 "invalid parameter \"step\": cannot parse \"{step_text}\" to a valid duration"
             ))
         })?;
     if step <= 0.0 {
-        return Err(BadData(
+        return Err(ApiError::BadData(
             "invalid parameter \"step\": zero or negative query resolution step widths are not accepted. Try a positive integer".into(),
         ));
     }
     if (end - start) / step > MAX_POINTS {
-        return Err(BadData(
+        return Err(ApiError::BadData(
             "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)".into(),
         ));
     }
     let expr = expression(&params)?;
+    if matches!(expr, promql::Expr::Selector { range: Some(_), .. }) {
+        return Err(ApiError::BadData(
+            "invalid parameter \"query\": invalid expression type \"range vector\" for range query, must be Scalar or instant Vector".into(),
+        ));
+    }
     let mut series: BTreeMap<promql::Labels, Vec<JsonValue>> = BTreeMap::new();
     let mut t = start;
     while t <= end {
-        let samples = match promql::evaluate(&expr, &generator, t)? {
+        let samples = match evaluate(&expr, &generator, t)? {
             Value::Scalar(v) => vec![(promql::Labels::new(), v)],
             Value::Vector(samples) => samples,
         };

@@ -21,7 +21,8 @@ use std::collections::BTreeMap;
 
 use super::series::{Generator, Series};
 
-/// A parse or evaluation failure, worded like Prometheus' `bad_data` errors.
+/// A parse or evaluation failure, worded like Prometheus' errors: the API answers a parse (or type) error
+/// as `bad_data`, an evaluation error as `execution`.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{0}")]
 pub struct QueryError(pub String);
@@ -376,7 +377,113 @@ pub fn parse(query: &str) -> Result<Expr> {
             describe(token)
         ));
     }
+    type_of(&expr)?;
     Ok(expr)
+}
+
+/// What an expression evaluates to, as Prometheus' parser types it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Type {
+    Scalar,
+    InstantVector,
+    RangeVector,
+}
+
+impl Type {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Scalar => "scalar",
+            Self::InstantVector => "instant vector",
+            Self::RangeVector => "range vector",
+        }
+    }
+}
+
+/// Types `expr` as Prometheus does while parsing, so a misplaced range vector or scalar is a parse error
+/// (`bad_data`, 400) and whatever fails during evaluation is an execution error (422).
+fn type_of(expr: &Expr) -> Result<Type> {
+    let expect = |want: Type, got: Type, context: &str| {
+        if want == got {
+            Ok(())
+        } else {
+            fail(format!(
+                "parse error: expected type {} in {context}, got {}",
+                want.name(),
+                got.name()
+            ))
+        }
+    };
+    match expr {
+        Expr::Number(_) => Ok(Type::Scalar),
+        Expr::Negate(inner) => match type_of(inner)? {
+            Type::RangeVector => fail(
+                "parse error: unary expression only allowed on expressions of type scalar or instant vector, got \"range vector\"",
+            ),
+            other => Ok(other),
+        },
+        Expr::Binary { lhs, rhs, .. } => match (type_of(lhs)?, type_of(rhs)?) {
+            (Type::Scalar, Type::Scalar) => Ok(Type::Scalar),
+            (Type::RangeVector, _) | (_, Type::RangeVector) => fail(
+                "parse error: binary expression must contain only scalar and instant vector types",
+            ),
+            _ => Ok(Type::InstantVector),
+        },
+        Expr::Selector { range: Some(_), .. } => Ok(Type::RangeVector),
+        Expr::Selector { range: None, .. } | Expr::Rate { .. } => Ok(Type::InstantVector),
+        Expr::Quantile { phi, expr } => {
+            let context = "call to function \"histogram_quantile\"";
+            expect(Type::Scalar, type_of(phi)?, context)?;
+            expect(Type::InstantVector, type_of(expr)?, context)?;
+            Ok(Type::InstantVector)
+        }
+        Expr::Aggregate { expr, .. } => {
+            expect(
+                Type::InstantVector,
+                type_of(expr)?,
+                "aggregation expression",
+            )?;
+            Ok(Type::InstantVector)
+        }
+    }
+}
+
+/// A series' labels and its raw `(time, value)` samples.
+pub type RawSeries = (Labels, Vec<(f64, f64)>);
+
+/// The raw samples of a range selector over `(t - range, t]`, one every `interval` seconds on multiples of
+/// it (where a scraper would have taken them), for an instant query of a bare range selector, which
+/// Prometheus answers with a matrix. `None` when `expr` is not a range selector.
+pub fn range_samples(
+    expr: &Expr,
+    generator: &Generator,
+    t: f64,
+    interval: f64,
+) -> Option<Vec<RawSeries>> {
+    let Expr::Selector {
+        matchers,
+        range: Some(range),
+    } = expr
+    else {
+        return None;
+    };
+    let first = ((t - range) / interval).floor() * interval + interval;
+    let times: Vec<f64> = (0..)
+        .map(|k: u32| first + f64::from(k) * interval)
+        .take_while(|at| *at <= t)
+        .filter(|at| *at >= generator.origin())
+        .collect();
+    Some(
+        select(matchers, generator)
+            .map(|(labels, series)| {
+                let samples = times
+                    .iter()
+                    .map(|at| (*at, generator.sample(series, *at)))
+                    .collect();
+                (labels, samples)
+            })
+            .filter(|(_, samples): &RawSeries| !samples.is_empty())
+            .collect(),
+    )
 }
 
 fn describe(token: &Token) -> String {
@@ -1124,6 +1231,47 @@ mod tests {
         assert!(parse("rate(x)").is_err());
         assert!(parse("x{a=\"b\"").is_err());
         assert_eq!(duration("1h30m").unwrap(), 5400.0);
+    }
+
+    #[test]
+    fn misplaced_range_vectors_and_scalars_are_parse_errors_as_in_prometheus() {
+        let err = parse("sum(x[5m])").unwrap_err();
+        assert!(
+            err.0.contains(
+                "expected type instant vector in aggregation expression, got range vector"
+            ),
+            "{err}"
+        );
+        let err = parse("sum(1)").unwrap_err();
+        assert!(err.0.contains("got scalar"), "{err}");
+        let err = parse("histogram_quantile(x, y)").unwrap_err();
+        assert!(err.0.contains("expected type scalar"), "{err}");
+        let err = parse("histogram_quantile(0.9, y[5m])").unwrap_err();
+        assert!(err.0.contains("got range vector"), "{err}");
+        assert!(parse("-x[5m]").is_err());
+        assert!(parse("x[5m]").is_ok());
+        assert!(parse("-(1 + 2) * x").is_ok());
+    }
+
+    #[test]
+    fn a_range_selector_samples_its_window_at_the_scrape_interval() {
+        let generator = generator();
+        let t = ORIGIN + 3600.0;
+        let expr =
+            parse(r#"http_requests_total{service="payments",environment="prod"}[2m]"#).unwrap();
+        let series = range_samples(&expr, &generator, t, 30.0).unwrap();
+        assert!(!series.is_empty());
+        for (labels, samples) in &series {
+            assert_eq!(labels["__name__"], "http_requests_total");
+            let times: Vec<f64> = samples.iter().map(|(at, _)| *at).collect();
+            assert_eq!(times.len(), 4, "{times:?}");
+            assert!(
+                times
+                    .iter()
+                    .all(|at| *at > t - 120.0 && *at <= t && at % 30.0 == 0.0)
+            );
+        }
+        assert!(range_samples(&parse("x").unwrap(), &generator, t, 30.0).is_none());
     }
 
     #[test]
