@@ -1,10 +1,11 @@
 //! `cargo xtask kube build`: the real Kubernetes API server and etcd that Tower's Kubernetes side is held to,
 //! built from their published Go modules (`testbed/kube-apiserver`, `testbed/etcd`, each its own module so
-//! their dependency graphs never have to agree) into `target/kube/`.
+//! their dependency graphs never have to agree) into `target/kube/`, and beside them `github-client`
+//! (`testbed/github-client`), a second GitHub client (go-github) the sandbox's forge is held to.
 //!
 //! A binary is rebuilt only when its module changed: a stamp beside it holds the SHA-256 of the module's
 //! `go.mod`, `go.sum` and `main.go` it was built from. Versions are pinned in those files: Kubernetes
-//! v1.37.2 (its staging modules replaced by the published v0.37.2) and etcd v3.6.16.
+//! v1.37.2 (its staging modules replaced by the published v0.37.2), etcd v3.6.16 and go-github v74.0.0.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -18,8 +19,8 @@ use crate::util::{self, display_path, repo_root};
 /// What `cargo xtask kube` does.
 #[derive(Debug, Clone, clap::Subcommand)]
 pub enum KubeCommand {
-    /// Build kube-apiserver and etcd from their Go modules into target/kube/ (only when their modules
-    /// changed), printing how long each took.
+    /// Build kube-apiserver, etcd and the go-github client from their Go modules into target/kube/ (only
+    /// when their modules changed), printing how long each took.
     Build,
     /// Build them, then run the sandbox's world on real API servers (etcd and a kube-apiserver per cluster)
     /// until Ctrl-C, writing target/kube/tower.yaml for `tower serve --config target/kube/tower.yaml`.
@@ -59,10 +60,15 @@ struct Binary {
     name: &'static str,
 }
 
-const BINARIES: [Binary; 2] = [
+const BINARIES: [Binary; 3] = [
     Binary { name: "etcd" },
     Binary {
         name: "kube-apiserver",
+    },
+    // Small (about 9 s on a cold module cache once the standard library is compiled): the testbed's
+    // github_client test runs it against the sandbox's forge.
+    Binary {
+        name: "github-client",
     },
 ];
 

@@ -1,10 +1,11 @@
 //! Tower against real kube-apiservers: the same answers as from the sandbox's emulation, and its generated RBAC
-//! enough for every watch and nothing more. Skipped without the binaries (`cargo xtask kube build`), except on
-//! CI, where that fails.
+//! enough for every watch and nothing more; and go-github, a second GitHub client, against the sandbox's forge.
+//! Skipped without the binaries (`cargo xtask kube build`), except on CI, where that fails.
 #![allow(clippy::unwrap_used)]
 
 mod both;
 mod faults;
+mod github_client;
 mod rbac;
 
 use std::time::{Duration, Instant};
