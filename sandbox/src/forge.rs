@@ -45,6 +45,7 @@ use tokio::sync::broadcast;
 
 pub use error::{GitHubError, Result};
 pub use reviews::ReviewEvent;
+pub use webhooks::DELIVERED as DELIVERED_WEBHOOKS;
 pub use webhooks::signature as webhook_signature;
 
 use crate::git::{Git, Repositories};

@@ -45,7 +45,7 @@ const HOOK_ID: u64 = 5_550_001;
 /// triggered and checked against it by `tests/it/contract_webhooks.rs`, so a new kind is added here, to
 /// `update.mjs`'s list and to that test together: until then it is refused here, loudly, rather than sent
 /// in a shape nothing checked.
-const DELIVERED: [&str; 11] = [
+pub const DELIVERED: [&str; 11] = [
     "push",
     "pull_request/opened",
     "pull_request/edited",

@@ -26,20 +26,9 @@ use crate::contract::Contract;
 use crate::forge::{TestForge, within};
 
 /// Every kind of delivery the forge makes, `event/action` (`push` has no action), each triggered by the
-/// scenario below. The same list as `update.mjs`'s and `webhooks.rs`'s.
-const KINDS: [&str; 11] = [
-    "push",
-    "pull_request/opened",
-    "pull_request/edited",
-    "pull_request/closed",
-    "pull_request/reopened",
-    "pull_request/labeled",
-    "pull_request/unlabeled",
-    "pull_request/synchronize",
-    "pull_request_review/submitted",
-    "check_run/created",
-    "check_run/completed",
-];
+/// scenario below: the forge refuses to send a kind not on its list, and the scenario fails on a listed kind it
+/// never received.
+const KINDS: [&str; 11] = sandbox::forge::DELIVERED_WEBHOOKS;
 
 /// The schema definition a kind's payload must match: `push$event`, `pull_request$opened`, ….
 fn definition(kind: &str) -> String {
@@ -406,7 +395,7 @@ async fn every_webhook_the_forge_delivers_has_githubs_payload_shape_and_headers(
         match validators.get(kind.as_str()) {
             Some(validator) => problems.extend(violations(validator, &delivery.json())),
             None => problems.push(
-                "delivered, but no vendored schema covers it (add it to KINDS and update.mjs)"
+                "delivered, but no vendored schema covers it (add it to the forge's DELIVERED and update.mjs)"
                     .into(),
             ),
         }
