@@ -8,6 +8,8 @@
 pub mod cards;
 pub mod catalog;
 pub mod code;
+pub mod pod;
+pub mod rollout;
 pub mod watch;
 pub mod watched;
 
@@ -17,7 +19,7 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Event, Namespace, Pod};
+use k8s_openapi::api::core::v1::{Event, Namespace};
 use kube::ResourceExt as _;
 use kube::api::DynamicObject;
 use kube::runtime::reflector::Store;
@@ -31,6 +33,7 @@ use tokio::sync::{broadcast, mpsc, watch as tokio_watch};
 
 use self::cards::{CardInputs, ClusterInput, card, cell};
 use self::code::CodeCache;
+use self::pod::Pod;
 use self::watch::Sources;
 
 /// How many deltas a slow browser may fall behind before it is sent a fresh snapshot instead.
@@ -106,7 +109,7 @@ pub struct WorkloadStores {
     /// Pods.
     pub pods: Store<Pod>,
     /// Argo Rollouts.
-    pub rollouts: Store<DynamicObject>,
+    pub rollouts: Store<rollout::Rollout>,
     /// External Secrets.
     pub secrets: Store<DynamicObject>,
     /// Crossplane claims, one store per claim kind.
@@ -1065,7 +1068,7 @@ struct Index {
     /// One per cluster of the environment.
     applications: HashMap<Key, Vec<Arc<DynamicObject>>>,
     /// One per cluster of the environment that runs one, in configuration order.
-    rollouts: HashMap<Key, Vec<OnCluster<DynamicObject>>>,
+    rollouts: HashMap<Key, Vec<OnCluster<rollout::Rollout>>>,
     /// Each with the cluster it runs on.
     pods: HashMap<Key, Vec<OnCluster<Pod>>>,
     secrets: HashMap<Key, Vec<Arc<DynamicObject>>>,

@@ -4,7 +4,7 @@
 //! without a cluster.
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Event, Pod};
+use k8s_openapi::api::core::v1::Event;
 use kube::ResourceExt as _;
 use kube::api::DynamicObject;
 use serde_json::Value;
@@ -15,6 +15,9 @@ use shared::fleet::{
     Health, OperationView, PodView, ReleaseView, RolloutStep, RolloutView, SchemaView, SecretView,
     SyncStatus, WorkloadView,
 };
+
+use super::pod::Pod;
+use super::rollout::{Rollout, Step};
 
 /// Everything known about one service in one environment.
 #[derive(Debug, Default)]
@@ -30,7 +33,7 @@ pub struct CardInputs<'a> {
     /// The environment's workload clusters, in configuration order.
     pub clusters: Vec<ClusterInput<'a>>,
     /// Its Argo Rollout.
-    pub rollout: Option<&'a DynamicObject>,
+    pub rollout: Option<&'a Rollout>,
     /// Its pods, each with the cluster it runs on.
     pub pods: Vec<(&'a str, &'a Pod)>,
     /// The DatabaseSchema of its bound database here.
@@ -69,12 +72,6 @@ fn text<'a>(value: &'a Value, path: &[&str]) -> Option<&'a str> {
     path.iter()
         .try_fold(value, |v, key| v.get(key))
         .and_then(Value::as_str)
-}
-
-fn number(value: &Value, path: &[&str]) -> Option<i64> {
-    path.iter()
-        .try_fold(value, |v, key| v.get(key))
-        .and_then(Value::as_i64)
 }
 
 fn list<'a>(value: &'a Value, path: &[&str]) -> &'a [Value] {
@@ -253,47 +250,41 @@ pub fn deploy_history(app: &Value, service: &str, environment: &str) -> Vec<Acti
         .collect()
 }
 
-pub(crate) fn rollout_view(object: &DynamicObject) -> RolloutView {
-    let rollout = &object.data;
-    let steps = list(rollout, &["spec", "strategy", "canary", "steps"])
+pub(crate) fn rollout_view(rollout: &Rollout) -> RolloutView {
+    let steps = rollout
+        .spec
+        .strategy
+        .as_ref()
+        .and_then(|s| s.canary.as_ref())
+        .map(|canary| canary.steps.as_slice())
+        .unwrap_or_default()
         .iter()
-        .map(|step| {
-            if let Some(weight) = number(step, &["setWeight"]) {
-                RolloutStep::SetWeight {
-                    weight: u32::try_from(weight).unwrap_or_default(),
-                }
-            } else if let Some(pause) = step.get("pause") {
-                RolloutStep::Pause {
-                    duration: pause.get("duration").map(|d| match d {
-                        Value::String(s) => s.clone(),
-                        other => format!("{other}s"),
-                    }),
-                }
-            } else {
-                RolloutStep::Other {
-                    name: step
-                        .as_object()
-                        .and_then(|o| o.keys().next().cloned())
-                        .unwrap_or_else(|| "step".into()),
-                }
-            }
+        .map(|step| match step {
+            Step::SetWeight(weight) => RolloutStep::SetWeight {
+                weight: u32::try_from(*weight).unwrap_or_default(),
+            },
+            Step::Pause(duration) => RolloutStep::Pause {
+                duration: duration.as_ref().map(|d| match d {
+                    Value::String(s) => s.clone(),
+                    other => format!("{other}s"),
+                }),
+            },
+            Step::Other(name) => RolloutStep::Other { name: name.clone() },
         })
         .collect();
-    let count = |path: &[&str]| {
-        u32::try_from(number(rollout, path).unwrap_or_default()).unwrap_or_default()
-    };
+    let count = |n: Option<i64>| u32::try_from(n.unwrap_or_default()).unwrap_or_default();
+    let status = &rollout.status;
     RolloutView {
-        name: name_of(object),
-        phase: text(rollout, &["status", "phase"])
-            .unwrap_or("Unknown")
-            .to_string(),
-        message: text(rollout, &["status", "message"]).map(str::to_string),
+        name: rollout.metadata.name.clone().unwrap_or_default(),
+        phase: status.phase.as_deref().unwrap_or("Unknown").to_string(),
+        message: status.message.clone(),
         steps,
-        current_step: number(rollout, &["status", "currentStepIndex"])
+        current_step: status
+            .current_step_index
             .and_then(|i| usize::try_from(i).ok()),
-        replicas: count(&["spec", "replicas"]).max(count(&["status", "replicas"])),
-        ready_replicas: count(&["status", "readyReplicas"]),
-        updated_replicas: count(&["status", "updatedReplicas"]),
+        replicas: count(rollout.spec.replicas).max(count(status.replicas)),
+        ready_replicas: count(status.ready_replicas),
+        updated_replicas: count(status.updated_replicas),
     }
 }
 

@@ -9,10 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use futures::StreamExt as _;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{
-    Container, ContainerState, ContainerStateWaiting, ContainerStatus, Event, Namespace, Pod,
-    PodSpec, PodStatus, Secret,
-};
+use k8s_openapi::api::core::v1::{Event, Namespace, Secret};
 use kube::api::{ApiResource, DynamicObject};
 use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{self, ObjectRef, Store};
@@ -24,6 +21,8 @@ use shared::fleet::{FleetEvent, SourceState, SourceStatus};
 use tokio::sync::{broadcast, mpsc};
 
 use super::cards::CLAIM_NAMESPACE_LABEL;
+use super::pod::Pod;
+use super::rollout::Rollout;
 use super::watched::{self, Cluster, checked};
 use super::{Dirty, Stores, WorkloadStores};
 
@@ -286,7 +285,15 @@ pub fn start(
                         dirty_tx.clone(),
                         by_label(label.clone()),
                     ),
-                    rollouts: dynamic(watched::ROLLOUTS.api_resource(), trim_rollout),
+                    rollouts: spawn_with(
+                        Api::<Rollout>::all(client.clone()),
+                        (),
+                        watcher::Config::default(),
+                        trim_rollout,
+                        source.clone(),
+                        dirty_tx.clone(),
+                        by_label(label.clone()),
+                    ),
                     secrets: dynamic(
                         watched::EXTERNAL_SECRETS.api_resource(),
                         trim_external_secret,
@@ -471,53 +478,15 @@ fn trim_composed(resource: &mut DynamicObject, kind: &ApiResource) {
     };
 }
 
-/// Keeps what a card reads from a Pod: name, namespace and labels; each container's name and image; the
-/// phase, start time, and each container's readiness, restarts and waiting reason. The rest of a pod is
-/// volumes, environment, probes, resources and conditions, and pods outnumber every other kind.
+/// Keeps a Pod's name, namespace and labels. The rest of what a card reads (each container's name and image;
+/// the phase, start time, and each container's readiness, restarts and waiting reason) is all that
+/// [`Pod`] reads from the API server in the first place.
 fn trim_pod(pod: &mut Pod) {
     let metadata = &mut pod.metadata;
     metadata.annotations = None;
     metadata.owner_references = None;
     metadata.finalizers = None;
     metadata.generate_name = None;
-    pod.spec = pod.spec.take().map(|spec| PodSpec {
-        containers: spec
-            .containers
-            .into_iter()
-            .map(|container| Container {
-                name: container.name,
-                image: container.image,
-                ..Container::default()
-            })
-            .collect(),
-        ..PodSpec::default()
-    });
-    pod.status = pod.status.take().map(|status| PodStatus {
-        phase: status.phase,
-        start_time: status.start_time,
-        container_statuses: status.container_statuses.map(|containers| {
-            containers
-                .into_iter()
-                .map(|container| ContainerStatus {
-                    name: container.name,
-                    ready: container.ready,
-                    restart_count: container.restart_count,
-                    state: container
-                        .state
-                        .and_then(|state| state.waiting)
-                        .map(|waiting| ContainerState {
-                            waiting: Some(ContainerStateWaiting {
-                                reason: waiting.reason,
-                                message: None,
-                            }),
-                            ..ContainerState::default()
-                        }),
-                    ..ContainerStatus::default()
-                })
-                .collect()
-        }),
-        ..PodStatus::default()
-    });
 }
 
 /// `data` with only the values at `pointers` (JSON pointers), each where it was; absent ones stay absent.
@@ -633,23 +602,14 @@ fn trim_application(application: &mut DynamicObject) {
     *status = kept;
 }
 
-/// Keeps what a card reads from an Argo Rollout: its canary steps and replicas, and its status's phase,
-/// message, step and replica counts. Its pod template is most of it, and the pods themselves are watched.
-fn trim_rollout(rollout: &mut DynamicObject) {
-    trim_last_applied(rollout);
-    rollout.data = only(
-        &mut rollout.data,
-        &[
-            "/spec/replicas",
-            "/spec/strategy/canary/steps",
-            "/status/phase",
-            "/status/message",
-            "/status/currentStepIndex",
-            "/status/replicas",
-            "/status/readyReplicas",
-            "/status/updatedReplicas",
-        ],
-    );
+/// Keeps a Rollout's name, namespace and labels. What a card reads besides (its canary steps and replicas, and
+/// its status's phase, message, step and replica counts) is all that [`Rollout`] reads from the API server;
+/// its pod template was most of it, and the pods themselves are watched.
+fn trim_rollout(rollout: &mut Rollout) {
+    let metadata = &mut rollout.metadata;
+    metadata.annotations = None;
+    metadata.owner_references = None;
+    metadata.finalizers = None;
 }
 
 /// Keeps an ExternalSecret's spec (the Config tab shows it) and of its status the conditions and the last
@@ -1414,7 +1374,8 @@ mod tests {
 
     #[test]
     fn a_pod_keeps_exactly_what_its_card_row_reads() {
-        let full: Pod = serde_json::from_value(serde_json::json!({
+        // Read as the watch reads it: into `fleet::pod::Pod`, which takes only what the card reads.
+        let mut pod: Pod = serde_json::from_value(serde_json::json!({
             "metadata": {
                 "name": "payments-7d9f-abcde", "namespace": "payments", "generateName": "payments-7d9f-",
                 "labels": {"platform.tower.dev/component": "payments", "pod-template-hash": "7d9f"},
@@ -1447,17 +1408,24 @@ mod tests {
             },
         }))
         .expect("a pod");
-        let mut trimmed = full.clone();
-        trim_pod(&mut trimmed);
+        trim_pod(&mut pod);
         assert_eq!(
-            super::super::cards::pod_view("prod", &trimmed),
-            super::super::cards::pod_view("prod", &full)
+            super::super::cards::pod_view("prod", &pod),
+            shared::fleet::PodView {
+                name: "payments-7d9f-abcde".into(),
+                cluster: "prod".into(),
+                phase: "Running".into(),
+                ready: false,
+                restarts: 5,
+                image: "registry.example/payments:bbbbbbb".into(),
+                waiting_reason: Some("CrashLoopBackOff".into()),
+                containers: vec!["app".into(), "proxy".into()],
+                started_at: Some("2025-05-01T08:00:00Z".into()),
+            }
         );
         assert_eq!(
-            serde_json::to_value(&trimmed).expect("json"),
+            serde_json::to_value(&pod).expect("json"),
             serde_json::json!({
-                "apiVersion": "v1",
-                "kind": "Pod",
                 "metadata": {
                     "name": "payments-7d9f-abcde", "namespace": "payments",
                     "labels": {"platform.tower.dev/component": "payments", "pod-template-hash": "7d9f"},
@@ -1470,9 +1438,9 @@ mod tests {
                     "phase": "Running",
                     "startTime": "2025-05-01T08:00:00Z",
                     "containerStatuses": [
-                        {"name": "app", "ready": false, "restartCount": 4, "image": "", "imageID": "",
+                        {"name": "app", "ready": false, "restartCount": 4,
                             "state": {"waiting": {"reason": "CrashLoopBackOff"}}},
-                        {"name": "proxy", "ready": true, "restartCount": 1, "image": "", "imageID": ""},
+                        {"name": "proxy", "ready": true, "restartCount": 1, "state": {}},
                     ],
                 },
             })
@@ -1481,9 +1449,11 @@ mod tests {
 
     #[test]
     fn a_rollout_keeps_its_steps_and_counts_and_a_secret_its_refresh() {
-        let mut rollout: DynamicObject = serde_json::from_value(serde_json::json!({
+        // Read as the watch reads it: into `fleet::rollout::Rollout`.
+        let mut rollout: Rollout = serde_json::from_value(serde_json::json!({
             "apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
-            "metadata": {"name": "payments", "namespace": "payments"},
+            "metadata": {"name": "payments", "namespace": "payments",
+                "annotations": {"rollout.argoproj.io/revision": "2"}},
             "spec": {
                 "replicas": 3,
                 "template": {"spec": {"containers": [{"name": "app", "image": "payments:bbbbbbb"}]}},
@@ -1495,14 +1465,38 @@ mod tests {
                 "currentPodHash": "7d9f"},
         }))
         .expect("a rollout");
-        let full = rollout.clone();
         trim_rollout(&mut rollout);
         assert_eq!(
             super::super::cards::rollout_view(&rollout),
-            super::super::cards::rollout_view(&full)
+            shared::fleet::RolloutView {
+                name: "payments".into(),
+                phase: "Paused".into(),
+                message: Some("CanaryPauseStep".into()),
+                steps: vec![
+                    shared::fleet::RolloutStep::SetWeight { weight: 20 },
+                    shared::fleet::RolloutStep::Pause {
+                        duration: Some("30s".into())
+                    },
+                    shared::fleet::RolloutStep::Other {
+                        name: "analysis".into()
+                    },
+                ],
+                current_step: Some(1),
+                replicas: 4,
+                ready_replicas: 4,
+                updated_replicas: 1,
+            }
         );
-        assert!(rollout.data["spec"].get("template").is_none());
-        assert!(rollout.data["status"].get("conditions").is_none());
+        assert_eq!(
+            serde_json::to_value(&rollout).expect("json"),
+            serde_json::json!({
+                "metadata": {"name": "payments", "namespace": "payments"},
+                "spec": {"replicas": 3, "strategy": {"canary": {"steps": [
+                    {"setWeight": 20}, {"pause": {"duration": "30s"}}, {"analysis": {}}]}}},
+                "status": {"phase": "Paused", "message": "CanaryPauseStep", "currentStepIndex": 1,
+                    "replicas": 4, "readyReplicas": 4, "updatedReplicas": 1},
+            })
+        );
 
         let mut secret: DynamicObject = serde_json::from_value(serde_json::json!({
             "apiVersion": "external-secrets.io/v1", "kind": "ExternalSecret",
