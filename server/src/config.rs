@@ -7,6 +7,8 @@
 //! message) shows `[REDACTED]` in their place.
 
 mod cli;
+#[cfg(test)]
+mod fuzz;
 mod load;
 mod pipelines;
 mod reference;

@@ -21,6 +21,7 @@ pub mod webhooks;
 
 use std::time::{Duration, Instant};
 
+use axum::extract::rejection::RawPathParamsRejection;
 use axum::extract::{MatchedPath, RawPathParams, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
@@ -156,6 +157,7 @@ fn assemble(state: AppState, api: Router<AppState>, serving: Serving) -> Router 
         .nest("/api", api)
         .merge(session::browser_routes())
         .merge(spa::routes(&state.assets))
+        .layer(middleware::from_fn(api_root))
         .route_layer(middleware::from_fn(keep_matched_path))
         .layer(middleware::from_fn_with_state(state.clone(), csrf))
         .layer(middleware::from_fn(record_request))
@@ -284,10 +286,21 @@ async fn run_write(request: Request, next: Next) -> Response {
 /// Enforces a route's declared access, audits writes and rate-limits them.
 async fn guard(
     State((state, route)): State<(AppState, Route)>,
-    params: RawPathParams,
+    params: Result<RawPathParams, RawPathParamsRejection>,
     mut request: Request,
     next: Next,
 ) -> Response {
+    // A segment that does not decode (`%ff`) is the client's mistake; unanswered here, the extractor's
+    // plain-text rejection would pass no guard and become a 500.
+    let Ok(params) = params else {
+        return with_guard_mark(
+            Error::Invalid(shared::delivery::FieldError::new(
+                "path",
+                "The path has a segment that is not UTF-8 once decoded.",
+            ))
+            .into_response(),
+        );
+    };
     let jar = PrivateCookieJar::from_headers(request.headers(), state.auth.key.clone());
     let user = state.auth.identity_in(&jar);
     // Handlers that need the user read it from here instead of decrypting the cookie again.
@@ -423,14 +436,64 @@ fn with_guard_mark(mut response: Response) -> Response {
 /// Deny by default: an API response that no guard saw comes from a route that declared no access.
 async fn deny_unguarded(request: Request, next: Next) -> Response {
     let path = request.uri().path().to_string();
+    let method = request.method().clone();
     let response = next.run(request).await;
     if response.extensions().get::<Guarded>().is_some() {
         return response;
+    }
+    // The path is a declared route's but the method none of its: the router answered before any guard or
+    // handler ran, so nothing was served and there is no access to check; the client is told which methods
+    // the route takes, in the API's error shape.
+    if response.status() == StatusCode::METHOD_NOT_ALLOWED {
+        return method_not_allowed(&method);
     }
     Error::Internal(anyhow::anyhow!(
         "API route {path} has no declared permission; refused"
     ))
     .into_response()
+}
+
+/// A query string read into `T`, refused in the API's error shape: axum's own `Query` answers a malformed
+/// query with a plain-text 400, which no client of the API can read.
+pub struct ApiQuery<T>(pub T);
+
+impl<T: serde::de::DeserializeOwned, S: Send + Sync> axum::extract::FromRequestParts<S>
+    for ApiQuery<T>
+{
+    type Rejection = Error;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        axum::extract::Query::try_from_uri(&parts.uri)
+            .map(|axum::extract::Query(query)| ApiQuery(query))
+            .map_err(|rejection| {
+                Error::Invalid(shared::delivery::FieldError::new(
+                    "query",
+                    rejection.body_text(),
+                ))
+            })
+    }
+}
+
+/// A 405 in the API's error shape (the router adds the `Allow` header, which lists the methods the route
+/// takes, on the way out).
+fn method_not_allowed(method: &Method) -> Response {
+    let body = shared::ApiError::new(
+        shared::ErrorCode::BadRequest,
+        format!("This endpoint does not take {method}; its Allow header says what it takes."),
+    );
+    (StatusCode::METHOD_NOT_ALLOWED, Json(body)).into_response()
+}
+
+/// `/api/` is no route of the nested API (a nested router's tail cannot be empty), so without this the SPA
+/// would answer it: with index.html, or a bare 405 for a write.
+async fn api_root(request: Request, next: Next) -> Response {
+    if request.uri().path() == "/api/" {
+        return api_not_found().await;
+    }
+    next.run(request).await
 }
 
 /// Unknown API paths answer in the API's own error shape, never with the SPA's index.html.

@@ -81,6 +81,44 @@ pub fn validate_label(field: &'static str, value: &str) -> Validation {
     Ok(())
 }
 
+/// What a database's connection Secret is named: the database's name and this (see `binding`).
+pub const DATABASE_SECRET_SUFFIX: &str = "-db";
+
+/// A database's name: a label short enough that its Secret's name, `<database>-db`, is a label too (Tower's
+/// own check of a Release refuses a longer `secretName`, so a longer name could be added but never bound).
+pub fn validate_database_name(field: &'static str, value: &str) -> Validation {
+    validate_label(field, value)?;
+    let longest = MAX_LABEL - DATABASE_SECRET_SUFFIX.len();
+    if value.chars().count() > longest {
+        return Err(FieldError::new(
+            field,
+            format!(
+                "At most {longest} characters: its Secret is named after it, with `{DATABASE_SECRET_SUFFIX}`."
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A name that, with its environment, names a resource: `<name>-<environment>` (a Release, a Database, a
+/// DatabaseSchema) must be a label too, as Tower's own check of the file requires of `metadata.name`.
+pub fn validate_name_in_environment(
+    field: &'static str,
+    value: &str,
+    environment: &str,
+) -> Validation {
+    let longest = MAX_LABEL.saturating_sub(environment.chars().count() + 1);
+    if value.chars().count() > longest {
+        return Err(FieldError::new(
+            field,
+            format!(
+                "At most {longest} characters in {environment}: its resource is named `<name>-{environment}`, at most {MAX_LABEL} characters."
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// A build id as the platform writes versions: the build's commit, 7 to 40 lowercase hex digits.
 pub fn validate_build_id(field: &'static str, value: &str) -> Validation {
     if value.is_empty() {
@@ -312,6 +350,7 @@ pub struct ApplySchemaForm {
 /// server's data and are checked there).
 pub fn validate_onboard(form: &OnboardForm) -> Validation {
     validate_label("name", &form.name)?;
+    validate_name_in_environment("name", &form.name, DEV)?;
     validate_label("owner", &form.owner)?;
     validate_description("description", &form.description)?;
     validate_label("template", &form.template)?;
@@ -333,7 +372,7 @@ pub fn validate_create_deployment(
         return Err(FieldError::new("databases", "At most 8 databases."));
     }
     for (index, database) in form.databases.iter().enumerate() {
-        validate_label("databases", database)?;
+        validate_database_name("databases", database)?;
         if form.databases[..index].contains(database) {
             return Err(FieldError::new(
                 "databases",
@@ -347,7 +386,8 @@ pub fn validate_create_deployment(
 /// Checks an Add Database form against the platform's `environments`.
 pub fn validate_add_database(form: &AddDatabaseForm, environments: &[String]) -> Validation {
     validate_environment("environment", &form.environment, environments)?;
-    validate_label("name", &form.name)?;
+    validate_database_name("name", &form.name)?;
+    validate_name_in_environment("name", &form.name, &form.environment)?;
     if !DATABASE_SIZES.contains(&form.size.as_str()) {
         return Err(FieldError::new(
             "size",
@@ -362,6 +402,7 @@ pub fn validate_apply_schema(form: &ApplySchemaForm, environments: &[String]) ->
     validate_environment("environment", &form.environment, environments)?;
     if !form.database.is_empty() {
         validate_label("database", &form.database)?;
+        validate_name_in_environment("database", &form.database, &form.environment)?;
     }
     validate_schema_version("version", &form.version)
 }
@@ -1185,8 +1226,8 @@ mod render {
     use std::collections::BTreeMap;
 
     use super::{
-        AddDatabaseForm, DEV, NO_BUILD_YET, OnboardForm, RenderedFile, component_path,
-        database_path, release_path, schema_path,
+        AddDatabaseForm, DATABASE_SECRET_SUFFIX, DEV, NO_BUILD_YET, OnboardForm, RenderedFile,
+        component_path, database_path, release_path, schema_path,
     };
     use crate::crd::{
         COMPONENT_LABEL, ChartRef, Component, ComponentSpec, Database, DatabaseBinding,
@@ -1296,7 +1337,7 @@ mod render {
             .cloned()
             .unwrap_or_else(|| DatabaseBinding {
                 database: database.into(),
-                secret_name: format!("{database}-db"),
+                secret_name: format!("{database}{DATABASE_SECRET_SUFFIX}"),
             })
     }
 

@@ -3,7 +3,7 @@
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -24,7 +24,7 @@ use crate::auth::CurrentUser;
 use crate::delivery::plans::Planner;
 use crate::delivery::pull::{Change, submit};
 use crate::delivery::{Delivery, Error, Result};
-use crate::routes::{ApiRoutes, READY_WAIT, ready};
+use crate::routes::{ApiQuery, ApiRoutes, READY_WAIT, ready};
 use crate::state::AppState;
 
 /// Delivery's routes.
@@ -313,7 +313,7 @@ async fn list_pulls(State(state): State<AppState>) -> Result<Json<Vec<PullReques
 /// named), 20 per page, newest first.
 async fn list_releases(
     State(state): State<AppState>,
-    Query(query): Query<ReleaseQuery>,
+    ApiQuery(query): ApiQuery<ReleaseQuery>,
 ) -> Result<Json<ReleasePage>> {
     let service = query.service.filter(|s| !s.is_empty());
     if let Some(service) = &service {

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::convert::Infallible;
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::response::sse::{Event, KeepAlive, KeepAliveStream, Sse};
 use futures::stream::BoxStream;
 use futures::{AsyncBufReadExt as _, StreamExt as _};
@@ -23,7 +23,7 @@ use shared::fleet::DeploymentCard;
 use shared::logs::{LogLine, LogSource, RecentPod, RecentPods};
 
 use crate::error::{Error, Result};
-use crate::routes::ApiRoutes;
+use crate::routes::{ApiQuery, ApiRoutes};
 use crate::state::AppState;
 
 /// Lines a request may ask for at most.
@@ -103,7 +103,7 @@ async fn list_log_pods(
 async fn logs(
     State(state): State<AppState>,
     Path(ServiceEnvironment { name, env }): Path<ServiceEnvironment>,
-    Query(query): Query<LogQuery>,
+    ApiQuery(query): ApiQuery<LogQuery>,
 ) -> Result<Sse<KeepAliveStream<BoxStream<'static, Result<Event, Infallible>>>>> {
     let card = card(&state, &name, &env)?;
     let tail = query.tail.unwrap_or(200).clamp(1, MAX_TAIL);

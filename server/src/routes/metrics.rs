@@ -2,13 +2,13 @@
 //! (`shared::api::GetMetrics`).
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use shared::api::GetMetrics;
 use shared::delivery::FieldError;
 use shared::metrics::{MetricsParams, MetricsRange, MetricsView};
 
 use crate::error::{Error, Result};
-use crate::routes::{ApiRoutes, ready};
+use crate::routes::{ApiQuery, ApiRoutes, ready};
 use crate::state::AppState;
 
 /// The metrics routes.
@@ -21,7 +21,7 @@ pub fn routes(api: ApiRoutes) -> ApiRoutes {
 async fn get_metrics(
     State(state): State<AppState>,
     Path((name, env)): Path<(String, String)>,
-    Query(params): Query<MetricsParams>,
+    ApiQuery(params): ApiQuery<MetricsParams>,
 ) -> Result<Json<MetricsView>> {
     let range = match params.range.as_deref() {
         None => MetricsRange::default(),

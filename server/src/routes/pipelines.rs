@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use axum::Json;
 use axum::body::{Body, Bytes};
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::sse::{Event, KeepAlive, KeepAliveStream, Sse};
 use axum::response::{IntoResponse as _, Response};
@@ -36,7 +36,7 @@ use crate::error::{Error, Result};
 use crate::pipelines::index::Filter;
 use crate::pipelines::{Pipelines, step_started};
 use crate::routes::logs::end_event;
-use crate::routes::{ApiRoutes, READY_WAIT};
+use crate::routes::{ApiQuery, ApiRoutes, READY_WAIT};
 use crate::state::AppState;
 
 /// Lines sent in one message at most.
@@ -120,7 +120,7 @@ fn parse(query: PipelineQuery) -> Result<(Filter, Option<Cursor>)> {
 /// Every service's runs, newest first; `?service=` narrows it to one known service.
 async fn list_runs(
     State(state): State<AppState>,
-    Query(query): Query<PipelineQuery>,
+    ApiQuery(query): ApiQuery<PipelineQuery>,
 ) -> Result<Json<PipelineRunPage>> {
     let (filter, cursor) = parse(query)?;
     ready(&state.pipelines).await?;
@@ -137,7 +137,7 @@ async fn list_runs(
 async fn list_service_runs(
     State(state): State<AppState>,
     Path(name): Path<String>,
-    Query(query): Query<PipelineQuery>,
+    ApiQuery(query): ApiQuery<PipelineQuery>,
 ) -> Result<Json<PipelineRunPage>> {
     let (mut filter, cursor) = parse(PipelineQuery {
         service: None,
@@ -355,7 +355,7 @@ type StepStream = Sse<KeepAliveStream<BoxStream<'static, Result<Event, Infallibl
 async fn step_log(
     State(state): State<AppState>,
     Path(path): Path<StepPath>,
-    Query(query): Query<StepLogQuery>,
+    ApiQuery(query): ApiQuery<StepLogQuery>,
 ) -> Result<StepStream> {
     ready(&state.pipelines).await?;
     let located = locate(&state.pipelines, &path)?;

@@ -9,6 +9,7 @@ mod config_check;
 mod databases;
 mod delivery;
 mod fleet;
+mod fuzz_api;
 mod logs;
 mod manifests;
 mod metrics;

@@ -227,10 +227,21 @@ pub fn parse(text: &str) -> Result<Option<Node>, SyntaxError> {
     read(text).map(|document| document.root)
 }
 
+/// How many nodes aliases may copy into one file, in all. Without a bound, anchors that each alias the one
+/// before twice (a "billion laughs") make a few lines expand to 2^lines nodes and exhaust memory, in the
+/// browser as the owner types and on the server that validates the file again; go-yaml, which Kubernetes
+/// reads files with, refuses such "excessive aliasing" as well. A platform file has a few dozen nodes.
+pub const MAX_ALIASED_NODES: usize = 10_000;
+
 /// [`parse`], with the spellings of the plain values Kubernetes reads as booleans or numbers.
 pub fn read(text: &str) -> Result<Document, SyntaxError> {
     let mut open: Vec<Open> = Vec::new();
-    let mut anchors: HashMap<usize, Node> = HashMap::new();
+    // Each anchor's node and how many nodes it holds, itself included.
+    let mut anchors: HashMap<usize, (Node, usize)> = HashMap::new();
+    // How many nodes each open collection holds so far, itself included (parallel to `open`).
+    let mut sizes: Vec<usize> = Vec::new();
+    // How many nodes aliases have copied so far.
+    let mut aliased = 0usize;
     let mut root: Option<Node> = None;
     let mut spellings = Vec::new();
     let mut documents = 0usize;
@@ -280,12 +291,21 @@ pub fn read(text: &str) -> Result<Document, SyntaxError> {
                 document_at = at;
                 None
             }
-            Event::Alias(id) => Some((
-                anchors.get(&id).cloned().ok_or_else(|| {
+            Event::Alias(id) => {
+                let (node, size) = anchors.get(&id).cloned().ok_or_else(|| {
                     SyntaxError::new(at, "This alias names no anchor defined before it.")
-                })?,
-                None,
-            )),
+                })?;
+                aliased = aliased.saturating_add(size);
+                if aliased > MAX_ALIASED_NODES {
+                    return Err(SyntaxError::new(
+                        at,
+                        format!(
+                            "Aliases here copy more than {MAX_ALIASED_NODES} values; write the values out instead (Kubernetes refuses such excessive aliasing)."
+                        ),
+                    ));
+                }
+                Some((node, size, None))
+            }
             Event::UnresolvedAlias(name) => {
                 return Err(SyntaxError::new(
                     at,
@@ -304,11 +324,12 @@ pub fn read(text: &str) -> Result<Document, SyntaxError> {
                 }
                 let node = Node { value, at };
                 if anchor != 0 {
-                    anchors.insert(anchor, node.clone());
+                    anchors.insert(anchor, (node.clone(), 1));
                 }
-                Some((node, Some(text.into_owned())))
+                Some((node, 1, Some(text.into_owned())))
             }
             Event::SequenceStart(_, anchor, _) => {
+                sizes.push(1);
                 open.push(Open::Sequence {
                     at,
                     anchor,
@@ -317,6 +338,7 @@ pub fn read(text: &str) -> Result<Document, SyntaxError> {
                 None
             }
             Event::MappingStart(_, anchor, _) => {
+                sizes.push(1);
                 open.push(Open::Mapping {
                     at,
                     anchor,
@@ -351,14 +373,18 @@ pub fn read(text: &str) -> Result<Document, SyntaxError> {
                         return Err(SyntaxError::new(at, "A collection ends that never began."));
                     }
                 };
+                let size = sizes.pop().unwrap_or(1);
                 if anchor != 0 {
-                    anchors.insert(anchor, node.clone());
+                    anchors.insert(anchor, (node.clone(), size));
                 }
-                Some((node, None))
+                Some((node, size, None))
             }
             _ => None,
         };
-        if let Some((node, raw)) = finished {
+        if let Some((node, size, raw)) = finished {
+            if let Some(parent) = sizes.last_mut() {
+                *parent = parent.saturating_add(size);
+            }
             place(&mut open, &mut root, node, raw)?;
         }
     }
