@@ -12,6 +12,8 @@
 //! - `scale`: the fleet at 1,000 and 10,000 services, sandbox and Tower as separate release processes: the
 //!   first picture, Tower's memory (and heap by cache), the service list under wrk, the stream's snapshot, and
 //!   the Overview in Chromium (see [`scale`]).
+//! - `load`: 500 event-stream clients (and a few that never read) under 2,000 API requests/s for 60 s: errors,
+//!   p50/p99 per route, a watch change's time to every client, Tower's RSS and CPU (see [`load`]).
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -20,6 +22,7 @@ use anyhow::{Context, Result, bail};
 
 use crate::util;
 
+mod load;
 mod scale;
 
 /// Options of `cargo xtask bench`.
@@ -45,6 +48,8 @@ pub enum Which {
     Pipelines(PipelinesArgs),
     /// The fleet at 1,000 and 10,000 services: start-up, memory, the service list and the Overview.
     Scale(scale::ScaleArgs),
+    /// Many live viewers under API load: fan-out time, errors, latency per route, RSS and CPU.
+    Load(load::LoadArgs),
 }
 
 /// Options of the Pipelines benchmark.
@@ -104,6 +109,7 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
         Some(Which::Metrics(metrics_args)) => metrics(metrics_args),
         Some(Which::Pipelines(pipelines_args)) => pipelines(pipelines_args),
         Some(Which::Scale(scale_args)) => scale::scale(scale_args),
+        Some(Which::Load(load_args)) => load::load(load_args),
     }
 }
 
