@@ -12,6 +12,10 @@ use kube::Client;
 use secrecy::ExposeSecret as _;
 use shared::auth::Policy;
 
+mod stalled;
+
+pub use stalled::STALLED_WRITE_LIMIT;
+
 use crate::auth::AuthState;
 use crate::config::{ClusterConfig, TowerConfig};
 use crate::delivery::builds::Builds;
@@ -168,6 +172,7 @@ pub async fn serve_on(
     let telemetry = Telemetry::new(&state, watches);
     let app = serving(state, shutdown.clone(), telemetry);
     let stop = shutdown.clone();
+    let listener = stalled::ClosingStalled::new(listener, STALLED_WRITE_LIMIT);
     let server = axum::serve(listener, app)
         .with_graceful_shutdown(async move { stop.stop_listening().await })
         .into_future();
