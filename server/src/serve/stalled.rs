@@ -187,17 +187,15 @@ mod tests {
 
     /// An endless response, as an event stream is, served through [`ClosingStalled`] on a real socket.
     async fn endless_server() -> SocketAddr {
-        let app = axum::Router::new().route(
-            "/endless",
-            axum::routing::get(|| async {
-                let chunks = futures::stream::repeat_with(|| {
-                    Ok::<_, std::convert::Infallible>(axum::body::Bytes::from_static(
-                        &[b'x'; 16 * 1024],
-                    ))
-                });
-                axum::body::Body::from_stream(chunks)
-            }),
-        );
+        // A fallback, not a route: Tower's routes are registered only through the permission-declaring builder.
+        let app = axum::Router::new().fallback(|| async {
+            let chunks = futures::stream::repeat_with(|| {
+                Ok::<_, std::convert::Infallible>(axum::body::Bytes::from_static(
+                    &[b'x'; 16 * 1024],
+                ))
+            });
+            axum::body::Body::from_stream(chunks)
+        });
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
         tokio::spawn(axum::serve(ClosingStalled::new(listener, LIMIT), app).into_future());
