@@ -327,31 +327,8 @@ proptest! {
 
 const RELEASE_PATH: &str = "platform/environments/prod/payments-release.yaml";
 
-const RELEASE: &str = "\
-apiVersion: platform.tower.dev/v1alpha1
-kind: Release
-metadata:
-  name: payments-prod
-  namespace: platform
-  labels:
-    platform.tower.dev/component: payments
-    platform.tower.dev/environment: prod
-spec:
-  component: payments
-  environment: prod
-  version: 3f2a9c1
-  image:
-    repository: ghcr.io/acme/payments
-    tag: 3f2a9c1
-  chart:
-    repository: acme/payments
-    path: chart
-    revision: 3f2a9c1
-  autoDeploy: false
-  databases:
-  - database: payments
-    secretName: payments-db
-";
+/// payments' prod Release as Tower renders it: the config tests' own fixture.
+const RELEASE: &str = include_str!("../src/config/testdata/payments-release.yaml");
 
 /// YAML an attacker would paste: nesting, anchors, tags, directives, odd line breaks.
 const YAML_HOSTILE: &[&str] = &[

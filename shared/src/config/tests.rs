@@ -5,31 +5,7 @@ use super::*;
 pub(crate) const RELEASE_PATH: &str = "platform/environments/prod/payments-release.yaml";
 
 /// payments' prod Release as Tower renders it.
-pub(crate) const RELEASE: &str = "\
-apiVersion: platform.tower.dev/v1alpha1
-kind: Release
-metadata:
-  name: payments-prod
-  namespace: platform
-  labels:
-    platform.tower.dev/component: payments
-    platform.tower.dev/environment: prod
-spec:
-  component: payments
-  environment: prod
-  version: 3f2a9c1
-  image:
-    repository: ghcr.io/acme/payments
-    tag: 3f2a9c1
-  chart:
-    repository: acme/payments
-    path: chart
-    revision: 3f2a9c1
-  autoDeploy: false
-  databases:
-  - database: payments
-    secretName: payments-db
-";
+pub(crate) const RELEASE: &str = include_str!("testdata/payments-release.yaml");
 
 const COMPONENT: (&str, &str) = (
     "platform/registry/payments.yaml",
