@@ -348,11 +348,15 @@ impl Pipelines {
         let mut stream = std::pin::pin!(stream);
         let mut listed = false;
         let mut not_served_logged = false;
+        // A retry of a kind that is not served is not a relist of anything shown (see fleet::watch).
+        let mut not_served = false;
         while let Some(event) = stream.next().await {
             match event {
                 Ok(watcher::Event::Init) => {
                     K::begin(&mut self.write());
-                    report(SourceState::Relisting);
+                    if !not_served {
+                        report(SourceState::Relisting);
+                    }
                 }
                 Ok(watcher::Event::InitApply(object)) => {
                     let changes = K::apply(&mut self.write(), &object, names);
@@ -368,6 +372,7 @@ impl Pipelines {
                     }
                     self.listed::<K>();
                     listed = true;
+                    not_served = false;
                     report(SourceState::Connected);
                 }
                 Ok(watcher::Event::Apply(object)) => {
@@ -387,6 +392,7 @@ impl Pipelines {
                         tracing::info!(kind = K::KIND, %error, "Tekton is not served on the CI cluster; showing no runs");
                         not_served_logged = true;
                     }
+                    not_served = true;
                     self.listed::<K>();
                     report(SourceState::Connected);
                 }

@@ -690,6 +690,9 @@ where
     tokio::spawn(async move {
         let mut stream = std::pin::pin!(stream);
         let mut not_served_logged = false;
+        // While a kind is not served, each backoff retry starts a list that fails at once: that retry is not
+        // a relist of anything shown, so the cluster must not flicker to "relisting" with it.
+        let mut not_served = false;
         let mut listed_once = false;
         while let Some(event) = stream.next().await {
             match event {
@@ -700,9 +703,9 @@ where
                     }
                 }
                 Ok(watcher::Event::Init) => {
-                    // Listing works again: the role allows the kind (now).
-                    source.forbidden(watch_id, false);
-                    source.healthy(watch_id, SourceState::Relisting);
+                    if !not_served {
+                        source.healthy(watch_id, SourceState::Relisting);
+                    }
                 }
                 Ok(watcher::Event::InitApply(object)) => {
                     if !listed_once {
@@ -711,6 +714,9 @@ where
                 }
                 Ok(watcher::Event::InitDone) => {
                     listed_once = true;
+                    // Listing works (again): the kind is served and the role allows it (now).
+                    not_served = false;
+                    source.forbidden(watch_id, false);
                     source.healthy(watch_id, SourceState::Connected);
                     let _ = dirty.send(Dirty::All);
                 }
@@ -723,6 +729,7 @@ where
                         tracing::info!(cluster = %source.cluster, %error, "this kind is not served here; showing none");
                         not_served_logged = true;
                     }
+                    not_served = true;
                     // Not installed is normal; not allowed is a role missing a rule, which the cards say
                     // rather than showing a blank where the kind would be.
                     source.forbidden(watch_id, is_forbidden(&error));
