@@ -1,7 +1,8 @@
 //! Sign-in, sessions and the permission check every API route goes through.
 //!
-//! Sessions live in one private (encrypted and authenticated) cookie holding the identity and its expiry; no
-//! token of any kind is ever put in it, returned, or logged. GitHub's OAuth web flow signs members in; in
+//! Sessions live in one private (encrypted and authenticated) cookie holding the identity, a random session id
+//! and its expiry; no token of any kind is ever put in it, returned, or logged. Signing out puts the id on the
+//! [`revoked`] list, so a copy of the cookie is refused afterwards. GitHub's OAuth web flow signs members in; in
 //! sandbox mode the sandbox forge plays GitHub, so the demo runs the production code path.
 
 use std::collections::BTreeSet;
@@ -15,6 +16,10 @@ use shared::auth::{AccountKind, Identity, Policy};
 
 use crate::error::Error;
 use crate::upstream::github_oauth::OAuthClient;
+
+pub mod revoked;
+
+pub use revoked::{RevocationError, RevokedSessions};
 
 /// Name of the session cookie.
 pub const SESSION_COOKIE: &str = "tower_session";
@@ -32,6 +37,8 @@ pub struct AuthState {
     pub admins: BTreeSet<String>,
     /// How long a session lasts.
     pub session_ttl: Duration,
+    /// Sessions ended by signing out.
+    pub revoked: std::sync::Arc<RevokedSessions>,
     /// Whether cookies get `Secure` (Tower is served over TLS).
     pub secure_cookies: bool,
     /// The origin browsers reach Tower at (`scheme://host:port`), for the CSRF origin check.
@@ -52,11 +59,16 @@ impl FromRef<crate::state::AppState> for Key {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct SessionData {
     identity: Identity,
+    /// Random, so signing out can revoke this session alone. Cookies from before ids existed have none and
+    /// are refused: they could not be revoked.
+    #[serde(default)]
+    id: String,
     /// Unix seconds after which the session is void.
     expires_at: u64,
 }
 
-fn unix_now() -> u64 {
+/// Seconds since the Unix epoch, as session expiries are kept.
+pub(crate) fn unix_now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -88,15 +100,16 @@ impl AuthState {
         }
     }
 
-    /// A cookie starting a session for `identity`.
-    pub fn session_cookie(&self, identity: Identity) -> Cookie<'static> {
+    /// A cookie starting a new session for `identity`.
+    pub fn session_cookie(&self, identity: Identity) -> Result<Cookie<'static>, Error> {
         let data = SessionData {
             identity,
+            id: random_token()?,
             expires_at: unix_now() + self.session_ttl.as_secs(),
         };
         // Serializing our own plain struct cannot fail.
         let value = serde_json::to_string(&data).unwrap_or_default();
-        self.cookie(SESSION_COOKIE, value, Some(self.session_ttl))
+        Ok(self.cookie(SESSION_COOKIE, value, Some(self.session_ttl)))
     }
 
     /// A cookie with Tower's attributes: HttpOnly, SameSite=Lax, Path=/, Secure behind TLS.
@@ -118,11 +131,27 @@ impl AuthState {
         cookie
     }
 
-    /// The identity of the session in `jar`, if it is valid and unexpired.
-    pub fn identity_in(&self, jar: &PrivateCookieJar) -> Option<Identity> {
+    /// The session in `jar`, if it is ours, unexpired and not signed out.
+    fn session_in(&self, jar: &PrivateCookieJar) -> Option<SessionData> {
         let cookie = jar.get(SESSION_COOKIE)?;
         let data: SessionData = serde_json::from_str(cookie.value()).ok()?;
-        (data.expires_at > unix_now()).then_some(data.identity)
+        let valid = data.expires_at > unix_now()
+            && !data.id.is_empty()
+            && !self.revoked.is_revoked(&data.id);
+        valid.then_some(data)
+    }
+
+    /// The identity of the session in `jar`, if it is ours, unexpired and not signed out.
+    pub fn identity_in(&self, jar: &PrivateCookieJar) -> Option<Identity> {
+        self.session_in(jar).map(|data| data.identity)
+    }
+
+    /// Ends the session in `jar` for good, so a copy of its cookie is refused from now on; no session, no-op.
+    pub fn revoke_session_in(&self, jar: &PrivateCookieJar) -> Result<(), RevocationError> {
+        match self.session_in(jar) {
+            Some(data) => self.revoked.revoke(&data.id, data.expires_at),
+            None => Ok(()),
+        }
     }
 }
 

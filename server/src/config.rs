@@ -439,6 +439,11 @@ pub struct AuthConfig {
     /// Hours a session lasts.
     #[serde(default = "default_session_hours")]
     pub session_hours: u64,
+    /// A file listing the sessions ended by signing out, so a copied cookie stays refused after a restart;
+    /// replicas may share it on one volume. Absent: the list is kept in memory, which suffices only while
+    /// `TOWER_SESSION_SECRET` is unset (sessions then end with the process anyway).
+    #[serde(default)]
+    pub revoked_sessions_file: Option<std::path::PathBuf>,
 }
 
 impl Default for AuthConfig {
@@ -447,6 +452,7 @@ impl Default for AuthConfig {
             admins: Vec::new(),
             guest_allowlist: None,
             session_hours: default_session_hours(),
+            revoked_sessions_file: None,
         }
     }
 }

@@ -46,9 +46,12 @@ pub enum Error {
     /// The change asked for is already what main says, or already proposed: 409, nothing written.
     #[error("nothing to change: {0}")]
     Conflict(String),
-    /// Too many writes by one user in a short time: 429.
+    /// Too many writes by one user in a short time: 429, with `Retry-After` saying when the next is allowed.
     #[error("too many writes")]
-    TooManyRequests,
+    TooManyRequests {
+        /// Whole seconds until the user's next write is allowed (at least 1).
+        retry_after_secs: u64,
+    },
     /// A watch cache has not finished its first list yet: 503.
     #[error("{0} is still syncing")]
     Syncing(&'static str),
@@ -150,11 +153,13 @@ impl Error {
                 StatusCode::CONFLICT,
                 ApiError::new(ErrorCode::Conflict, format!("Nothing to change: {what}.")),
             ),
-            Error::TooManyRequests => (
+            Error::TooManyRequests { retry_after_secs } => (
                 StatusCode::TOO_MANY_REQUESTS,
                 ApiError::new(
                     ErrorCode::TooManyRequests,
-                    "Too many changes in a short time; wait a minute and try again.",
+                    format!(
+                        "Too many changes in a short time; try again in {retry_after_secs} s. Nothing was written."
+                    ),
                 ),
             ),
             Error::Syncing(what) => (
@@ -232,16 +237,21 @@ impl IntoResponse for Error {
         let (status, mut body) = self.status_and_body();
         // A starting Tower is expected, not a failure: nothing to log or to look up.
         let loading = matches!(self, Error::Loading(_));
+        let retry_after = match &self {
+            Error::Loading(_) => Some(1),
+            Error::TooManyRequests { retry_after_secs } => Some(*retry_after_secs),
+            _ => None,
+        };
         if status.is_server_error() && !loading {
             let request_id = next_request_id();
             tracing::error!(%request_id, error = %cause_chain(&self), "request failed");
             body.request_id = Some(request_id);
         }
         let mut response = (status, Json(body)).into_response();
-        if loading {
+        if let Some(seconds) = retry_after {
             response
                 .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
         response
     }

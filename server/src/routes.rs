@@ -331,9 +331,21 @@ async fn guard(
             "write attempt"
         );
     }
+    let limited = match decision {
+        Ok(()) if route.writes() => state.write_limiter.check_key(&login.to_string()).err(),
+        _ => None,
+    };
     let response = match decision {
-        Ok(()) if route.writes() && state.write_limiter.check_key(&login.to_string()).is_err() => {
-            Error::TooManyRequests.into_response()
+        Ok(()) if let Some(not_until) = limited => {
+            let wait = not_until.wait_time_from(governor::clock::Clock::now(
+                &governor::clock::DefaultClock::default(),
+            ));
+            // Rounded up: asked to come back in 0 s, a client would retry at once and be refused again.
+            let retry_after_secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+            Error::TooManyRequests {
+                retry_after_secs: retry_after_secs.max(1),
+            }
+            .into_response()
         }
         Ok(()) if route.writes() => run_write(request, next).await,
         Ok(()) => next.run(request).await,

@@ -16,7 +16,7 @@ mod stalled;
 
 pub use stalled::STALLED_WRITE_LIMIT;
 
-use crate::auth::AuthState;
+use crate::auth::{AuthState, RevokedSessions};
 use crate::config::{ClusterConfig, TowerConfig};
 use crate::delivery::builds::Builds;
 use crate::delivery::tracking::{self, PullTracker};
@@ -387,6 +387,9 @@ async fn build(
             .unwrap_or_default(),
         admins: config.auth.admins.iter().cloned().collect(),
         session_ttl: Duration::from_secs(config.auth.session_hours * 3600),
+        revoked: std::sync::Arc::new(revoked_sessions(
+            config.auth.revoked_sessions_file.as_deref(),
+        )?),
         secure_cookies: config.public_url.starts_with("https://"),
         public_origin: config.public_url.trim_end_matches('/').to_string(),
         github,
@@ -440,6 +443,21 @@ async fn cluster_client(cluster: &ClusterConfig) -> anyhow::Result<Client> {
 
 /// The key sessions are encrypted with: from `TOWER_SESSION_SECRET` (at least 64 bytes) so sessions survive a
 /// restart and work across replicas, else a random one (sessions then end with the process).
+/// The list of signed-out sessions: in `file` when configured, else in memory.
+fn revoked_sessions(file: Option<&std::path::Path>) -> anyhow::Result<RevokedSessions> {
+    match file {
+        Some(path) => Ok(RevokedSessions::open(path, crate::auth::unix_now())?),
+        None => {
+            if std::env::var_os("TOWER_SESSION_SECRET").is_some() {
+                tracing::warn!(
+                    "auth.revoked_sessions_file is not set: a signed-out session's cookie is refused only until Tower restarts"
+                );
+            }
+            Ok(RevokedSessions::in_memory())
+        }
+    }
+}
+
 fn session_key() -> anyhow::Result<Key> {
     match std::env::var("TOWER_SESSION_SECRET") {
         Ok(secret) => Key::try_from(secret.as_bytes())

@@ -52,21 +52,31 @@ async fn session(
 async fn continue_as_guest(
     State(state): State<AppState>,
     jar: PrivateCookieJar,
-) -> impl IntoResponse {
+) -> Result<impl IntoResponse, Error> {
     let identity = Identity::guest();
-    let jar = jar.add(state.auth.session_cookie(identity.clone()));
+    let jar = jar.add(state.auth.session_cookie(identity.clone())?);
     tracing::info!(target: "audit", user = "guest", action = "sign-in", "guest session started");
-    (jar, Json(info(&state, Some(identity))))
+    Ok((jar, Json(info(&state, Some(identity)))))
 }
 
-async fn sign_out(CurrentUser(user): CurrentUser, jar: PrivateCookieJar) -> impl IntoResponse {
-    if let Some(user) = user {
-        tracing::info!(target: "audit", user = %user.login, action = "sign-out", "session ended");
+/// Ends the session: the browser forgets the cookie, and the server refuses any copy of it from now on.
+async fn sign_out(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    jar: PrivateCookieJar,
+) -> Response {
+    let revoked = state.auth.revoke_session_in(&jar);
+    let jar = jar.remove(Cookie::build(SESSION_COOKIE).path("/"));
+    match revoked {
+        Ok(()) => {
+            if let Some(user) = user {
+                tracing::info!(target: "audit", user = %user.login, action = "sign-out", "session ended");
+            }
+            (jar, StatusCode::NO_CONTENT).into_response()
+        }
+        // The browser still forgets the cookie, but a copy would still be honoured: say so, not "done".
+        Err(error) => (jar, Error::Internal(error.into())).into_response(),
     }
-    (
-        jar.remove(Cookie::build(SESSION_COOKIE).path("/")),
-        StatusCode::NO_CONTENT,
-    )
 }
 
 #[derive(Deserialize)]
@@ -140,8 +150,13 @@ async fn github_callback(
                     .auth
                     .identity_for(user.login, user.name, user.teams, user.avatar_url);
             tracing::info!(target: "audit", user = %identity.login, action = "sign-in", teams = ?identity.teams, "member signed in");
-            let jar = jar.add(state.auth.session_cookie(identity));
-            (jar, sinks::see_other(&return_to)).into_response()
+            match state.auth.session_cookie(identity) {
+                Ok(session) => (jar.add(session), sinks::see_other(&return_to)).into_response(),
+                Err(error) => {
+                    tracing::warn!(%error, "cannot start a session");
+                    sign_in_failed(jar, "Tower could not start your session; please try again.")
+                }
+            }
         }
         Err(error) => {
             tracing::warn!(%error, "GitHub sign-in failed");

@@ -293,6 +293,33 @@ async fn deliver_unsigned(
 }
 
 /// A row's JSON body; none for `null`.
+/// `POST url` as an admin's browser would send it from another site's page: the session cookie rides along,
+/// the CSRF header only if `csrf_header`, and `origin` if given.
+async fn send_cross_site(
+    app: &TestApp,
+    url: &str,
+    body: String,
+    csrf_header: bool,
+    origin: Option<&str>,
+) -> axum::response::Response {
+    let admin = app.session_cookie(Role::Admin.identity().unwrap());
+    let mut request = Request::post(url)
+        .header("host", "tower.test")
+        .header("cookie", admin)
+        .header("content-type", "application/json");
+    if csrf_header {
+        request = request.header("x-tower-csrf", "1");
+    }
+    if let Some(origin) = origin {
+        request = request.header("origin", origin);
+    }
+    app.router
+        .clone()
+        .oneshot(request.body(Body::from(body)).unwrap())
+        .await
+        .unwrap()
+}
+
 fn body(value: &Value) -> String {
     if value.is_null() {
         String::new()
@@ -395,6 +422,22 @@ async fn every_route_answers_each_role_exactly_as_the_table_says() {
                 );
             }
         }
+        // Every write the page sends is refused to another site's page, even with an admin's cookie: without
+        // Tower's CSRF header, and with it from a foreign Origin.
+        if row.from_tower && row.route.method == contract::Method::Post {
+            for (header, origin) in [(false, None), (true, Some("https://evil.example"))] {
+                let response =
+                    send_cross_site(&app, &row.url, body(&row.body), header, origin).await;
+                cells += 1;
+                if response.status() != StatusCode::FORBIDDEN {
+                    wrong.push(format!(
+                        "POST {} from another site (CSRF header: {header}, Origin: {origin:?}): expected 403, got {}",
+                        row.url,
+                        response.status()
+                    ));
+                }
+            }
+        }
     }
     println!(
         "route × role table: {} routes, {} rows × {} roles = {cells} cells, {} wrong",
@@ -476,6 +519,171 @@ async fn a_forged_or_tampered_session_cookie_is_anonymous() {
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+}
+
+/// Who `cookie` (a `Cookie` header value) is to Tower: the session's login, or `None` when refused.
+async fn who_is(app: &TestApp, cookie: &str) -> Option<String> {
+    let response = app.get("/api/v1/session", &[("cookie", cookie)]).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let session: Value = serde_json::from_str(&body_text(response).await).unwrap();
+    session["identity"]["login"].as_str().map(str::to_string)
+}
+
+/// The `name=value` of the first `Set-Cookie` of `response` named `name`.
+fn set_cookie(response: &axum::response::Response, name: &str) -> Option<String> {
+    response
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|value| value.to_str().ok()?.split(';').next())
+        .find(|pair| pair.starts_with(&format!("{name}=")))
+        .map(str::to_string)
+}
+
+/// A session cookie made by a Tower whose authentication differs from `app`'s by `change`.
+fn cookie_from(app: &TestApp, change: impl FnOnce(&mut server::auth::AuthState)) -> String {
+    use axum::response::IntoResponse as _;
+    let mut auth = app.state.auth.clone();
+    change(&mut auth);
+    let jar = axum_extra::extract::PrivateCookieJar::new(auth.key.clone()).add(
+        auth.session_cookie(Role::Owner.identity().unwrap())
+            .unwrap(),
+    );
+    let response = jar.into_response();
+    set_cookie(&response, server::auth::SESSION_COOKIE).unwrap()
+}
+
+#[tokio::test]
+async fn expired_foreign_and_bit_flipped_session_cookies_are_refused() {
+    let app = TestApp::start().await;
+    let valid = cookie_from(&app, |_| {});
+    assert_eq!(who_is(&app, &valid).await.as_deref(), Some("ada"));
+
+    let expired = cookie_from(&app, |auth| auth.session_ttl = std::time::Duration::ZERO);
+    assert_eq!(who_is(&app, &expired).await, None, "an expired session");
+
+    let other_secret = cookie_from(&app, |auth| {
+        auth.key = axum_extra::extract::cookie::Key::generate();
+    });
+    assert_eq!(
+        who_is(&app, &other_secret).await,
+        None,
+        "another Tower's secret"
+    );
+
+    // One character of the sealed value changed: authentication fails, whichever character it is.
+    let (name, sealed) = valid.split_once('=').unwrap();
+    for at in [0, sealed.len() / 2, sealed.len() - 1] {
+        let mut flipped = sealed.as_bytes().to_vec();
+        flipped[at] = if flipped[at] == b'A' { b'B' } else { b'A' };
+        let flipped = format!("{name}={}", String::from_utf8(flipped).unwrap());
+        assert_eq!(who_is(&app, &flipped).await, None, "changed at {at}");
+    }
+}
+
+#[tokio::test]
+async fn a_cookie_replayed_after_sign_out_is_refused_even_after_a_restart() {
+    let revoked = tempfile::tempdir().unwrap();
+    let file = revoked.path().join("revoked-sessions");
+    let configured = file.clone();
+    let app = TestApp::start_with(move |config| {
+        config.auth.revoked_sessions_file = Some(configured);
+    })
+    .await;
+    let mut signed_in = Vec::new();
+    for _ in 0..2 {
+        let response = app
+            .router
+            .clone()
+            .oneshot(
+                Request::post("/api/v1/session/guest")
+                    .header("x-tower-csrf", "1")
+                    .body(Body::empty())
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        signed_in.push(set_cookie(&response, server::auth::SESSION_COOKIE).unwrap());
+    }
+    let [signing_out, staying] = [&signed_in[0], &signed_in[1]];
+    assert_eq!(who_is(&app, signing_out).await.as_deref(), Some("guest"));
+
+    let sign_out = app
+        .router
+        .clone()
+        .oneshot(
+            Request::post("/api/v1/session/sign-out")
+                .header("x-tower-csrf", "1")
+                .header("cookie", signing_out.as_str())
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(sign_out.status(), StatusCode::NO_CONTENT);
+    // The browser is told to forget it…
+    let forgotten = sign_out.headers()["set-cookie"].to_str().unwrap();
+    assert!(
+        forgotten.starts_with("tower_session=;") || forgotten.contains("Max-Age=0"),
+        "{forgotten}"
+    );
+    // …and a copy kept elsewhere is refused, for reads and writes alike; the other session goes on.
+    assert_eq!(who_is(&app, signing_out).await, None);
+    let read = app
+        .get("/api/v1/services", &[("cookie", signing_out.as_str())])
+        .await;
+    assert_eq!(read.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(who_is(&app, staying).await.as_deref(), Some("guest"));
+
+    // A restarted Tower with the same secret and the same file still refuses it.
+    let mut restarted = app.state.auth.clone();
+    restarted.revoked = std::sync::Arc::new(server::auth::RevokedSessions::open(&file, 0).unwrap());
+    let jar_of = |cookie: &str| {
+        let mut headers = axum::http::HeaderMap::new();
+        headers.insert("cookie", cookie.parse().unwrap());
+        axum_extra::extract::PrivateCookieJar::from_headers(&headers, restarted.key.clone())
+    };
+    assert!(restarted.identity_in(&jar_of(signing_out)).is_none());
+    assert!(restarted.identity_in(&jar_of(staying)).is_some());
+}
+
+#[tokio::test]
+async fn a_tampered_oauth_state_or_a_reused_code_signs_nobody_in() {
+    let app = TestApp::start().await;
+    let failed_sign_in = |response: &axum::response::Response| {
+        let location = response.headers()["location"].to_str().unwrap();
+        response.status() == StatusCode::SEE_OTHER
+            && location.starts_with("/sign-in?error=")
+            && set_cookie(response, server::auth::SESSION_COOKIE)
+                .is_none_or(|c| c == "tower_session=")
+    };
+
+    // The forge sends the browser back with a code and the state; the state is changed on the way.
+    let (oauth_cookie, callback) = app.forge_callback("", "ada").await;
+    let tampered = callback.replace("state=", "state=x");
+    let response = app.get(&tampered, &[("cookie", &oauth_cookie)]).await;
+    assert!(failed_sign_in(&response), "{:?}", response.headers());
+
+    // A callback that worked once: its code, replayed with a fresh (valid) state, signs nobody in again.
+    let (oauth_cookie, callback) = app.forge_callback("", "ada").await;
+    let first = app.get(&callback, &[("cookie", &oauth_cookie)]).await;
+    assert_eq!(first.status(), StatusCode::SEE_OTHER);
+    assert!(set_cookie(&first, server::auth::SESSION_COOKIE).is_some());
+    let code = callback
+        .split(['?', '&'])
+        .find_map(|pair| pair.strip_prefix("code="))
+        .unwrap()
+        .to_string();
+    let (fresh_cookie, fresh_callback) = app.forge_callback("", "ada").await;
+    let fresh_state = fresh_callback
+        .split(['?', '&'])
+        .find_map(|pair| pair.strip_prefix("state="))
+        .unwrap()
+        .to_string();
+    let replayed = format!("/auth/github/callback?code={code}&state={fresh_state}");
+    let response = app.get(&replayed, &[("cookie", &fresh_cookie)]).await;
+    assert!(failed_sign_in(&response), "{:?}", response.headers());
 }
 
 #[tokio::test]
@@ -633,12 +841,30 @@ async fn previews_are_not_throttled_but_writes_are() {
             )
             .await;
         if sync.status() == StatusCode::TOO_MANY_REQUESTS {
-            throttled = Some(body_text(sync).await);
+            throttled = Some(sync);
             break;
         }
     }
-    let body = throttled.expect("the burst was limited");
+    let throttled = throttled.expect("the burst was limited");
+    // It says when to come back: at most the six seconds one write takes to refill, never "now".
+    let retry_after: u64 = throttled.headers()[axum::http::header::RETRY_AFTER]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=6).contains(&retry_after), "Retry-After: {retry_after}");
+    let body = body_text(throttled).await;
     assert!(body.contains("too_many_requests"), "{body}");
+    assert!(body.contains(&format!("{retry_after} s")), "{body}");
+    // The limit is the user's own: another user's write goes through meanwhile.
+    let admin_sync = app
+        .send_as(
+            &Role::Admin,
+            Method::POST,
+            "/api/v1/services/payments/environments/dev/sync",
+        )
+        .await;
+    assert_ne!(admin_sync.status(), StatusCode::TOO_MANY_REQUESTS);
 }
 
 /// The app writes its query strings by hand (no URL-encoding serializer in the browser's build); the

@@ -247,7 +247,7 @@ impl TestApp {
             Session::Foreign => {
                 let identity = Role::Admin.identity().unwrap();
                 let jar = PrivateCookieJar::new(Key::generate())
-                    .add(self.state.auth.session_cookie(identity));
+                    .add(self.state.auth.session_cookie(identity).unwrap());
                 let response = jar.into_response();
                 let set_cookie = response.headers()["set-cookie"].to_str().unwrap();
                 Some(set_cookie.split(';').next().unwrap().to_string())

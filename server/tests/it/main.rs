@@ -164,7 +164,7 @@ impl TestApp {
     /// A `Cookie` header value carrying a valid session for `identity`.
     pub fn session_cookie(&self, identity: Identity) -> String {
         let jar = PrivateCookieJar::new(self.state.auth.key.clone())
-            .add(self.state.auth.session_cookie(identity));
+            .add(self.state.auth.session_cookie(identity).unwrap());
         let response = jar.into_response();
         let set_cookie = response.headers()["set-cookie"].to_str().unwrap();
         set_cookie.split(';').next().unwrap().to_string()
@@ -206,6 +206,23 @@ impl TestApp {
         start_query: &str,
         login: &str,
     ) -> (Response<Body>, Response<Body>) {
+        let (start, oauth_cookie, callback_path) = self.through_forge(start_query, login).await;
+        let callback = self.get(&callback_path, &[("cookie", &oauth_cookie)]).await;
+        (start, callback)
+    }
+
+    /// As [`Self::sign_in_through_forge`], stopping where the forge sends the browser back: the OAuth
+    /// cookie Tower set and the callback path (with its `code` and `state`), not yet visited.
+    pub async fn forge_callback(&self, start_query: &str, login: &str) -> (String, String) {
+        let (_, oauth_cookie, callback_path) = self.through_forge(start_query, login).await;
+        (oauth_cookie, callback_path)
+    }
+
+    async fn through_forge(
+        &self,
+        start_query: &str,
+        login: &str,
+    ) -> (Response<Body>, String, String) {
         let start = self
             .get(&format!("/auth/github/start?{start_query}"), &[])
             .await;
@@ -230,11 +247,9 @@ impl TestApp {
         let callback = chosen.headers()["location"].to_str().unwrap().to_string();
         let callback_path = callback
             .strip_prefix("http://tower.test")
-            .expect("the forge sends the browser back to Tower");
-        let callback = self
-            .get(callback_path, &[("cookie", &oauth_cookie.join("; "))])
-            .await;
-        (start, callback)
+            .expect("the forge sends the browser back to Tower")
+            .to_string();
+        (start, oauth_cookie.join("; "), callback_path)
     }
 
     /// Sends a GET with `headers`.

@@ -102,6 +102,8 @@ impl Replicas {
             server::sandbox_cli::tower_config(&sandbox, "127.0.0.1:0".parse().unwrap());
         config.public_url = PUBLIC_URL.into();
         let dir = tempfile::tempdir().unwrap();
+        // One list of signed-out sessions on a volume both replicas mount.
+        config.auth.revoked_sessions_file = Some(dir.path().join("revoked-sessions"));
         let file = dir.path().join("tower.yaml");
         std::fs::write(&file, serde_saphyr::to_string(&config).unwrap()).unwrap();
         let assets = dir.path().join("no-dist");
@@ -266,6 +268,21 @@ async fn a_session_made_on_one_replica_is_valid_on_the_other() {
         .get(&replicas.b, "/api/v1/services/payments/promote/preview", "")
         .await;
     assert!(status.is_client_error(), "{status}");
+
+    // Signed out on A, the same cookie is refused on B too (B rereads the shared list within a second).
+    let (status, _) = replicas
+        .post(&replicas.a, "/api/v1/session/sign-out", &session)
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let refused_on_b = eventually(Duration::from_secs(5), || async {
+        let (_, on_b) = replicas.get(&replicas.b, "/api/v1/session", &session).await;
+        on_b["identity"].is_null().then_some(())
+    })
+    .await;
+    assert!(
+        refused_on_b.is_some(),
+        "B still honours a session signed out on A"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

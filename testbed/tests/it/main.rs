@@ -58,7 +58,7 @@ impl Tower {
     /// GET `path` as a guest: the status and the JSON body.
     pub async fn get_json(&self, path: &str) -> (u16, serde_json::Value) {
         let jar = PrivateCookieJar::new(self.state.auth.key.clone())
-            .add(self.state.auth.session_cookie(Identity::guest()));
+            .add(self.state.auth.session_cookie(Identity::guest()).unwrap());
         let response = axum::response::IntoResponse::into_response(jar);
         let cookie = response.headers()["set-cookie"].to_str().unwrap();
         let cookie = cookie.split(';').next().unwrap().to_owned();
