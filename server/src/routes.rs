@@ -354,8 +354,9 @@ async fn guard(
     with_guard_mark(response)
 }
 
-/// The `{name}` (a service), `{env}`, `{database}`, `{namespace}`, `{task}` and `{step}` placeholders must be
-/// DNS labels, and `{run}` a DNS name, as Kubernetes and Tekton name them.
+/// The `{name}` (a service), `{env}`, `{database}`, `{namespace}`, `{task}`, `{step}` and `{template}`
+/// placeholders must be DNS labels, and `{run}` a DNS name, as Kubernetes, Tekton and the template catalog
+/// name them.
 fn labels_in_path(params: &RawPathParams) -> Result<(), shared::delivery::FieldError> {
     use shared::delivery::{FieldError, validate_label};
     for (key, value) in params {
@@ -366,6 +367,7 @@ fn labels_in_path(params: &RawPathParams) -> Result<(), shared::delivery::FieldE
             "namespace" => validate_label("namespace", value)?,
             "task" => validate_label("task", value)?,
             "step" => validate_label("step", value)?,
+            "template" => validate_label("template", value)?,
             "run" if !logs::is_pod_name(value) => {
                 return Err(FieldError::new(
                     "run",

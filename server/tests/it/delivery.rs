@@ -595,6 +595,98 @@ async fn invalid_inputs_answer_400_naming_the_field_and_write_nothing() {
     assert_eq!(main_head(&app), before, "nothing written");
 }
 
+/// Values an attacker would put where a write's URL names a service, an environment or a template, to make
+/// Tower write outside `platform/` or onto a branch outside its pattern (percent-encoded, as they travel).
+const HOSTILE_NAMES: &[&str] = &[
+    "..",
+    "%2e%2e",
+    "..%2F..%2Fcomponents",
+    "payments%2F..%2Fledger",
+    "payments%2Fenvironments",
+    "refs%2Fheads%2Fmain",
+    ".git",
+    "-rf",
+    "PAYMENTS",
+    "payments%00",
+    "payments%0d%0aX-Injected:%201",
+    "%E2%80%AEstnemyap",
+    "payments.",
+    "payments%20",
+    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+];
+
+#[tokio::test]
+async fn hostile_names_in_any_writes_url_or_an_edits_path_never_escape_platform_or_the_branch_pattern()
+ {
+    let app = TestApp::start().await;
+    let before = main_head(&app);
+    let valid = |placeholder: &str| match placeholder {
+        "name" => "payments",
+        "env" => "dev",
+        "template" => "add-database",
+        other => panic!("a write route with an unexpected placeholder {{{other}}}"),
+    };
+    let mut cases = 0;
+    for route in shared::api::ROUTES
+        .iter()
+        .filter(|r| r.method == shared::api::Method::Post && r.path.contains('{'))
+    {
+        let placeholders: Vec<&str> = route
+            .path
+            .split('{')
+            .skip(1)
+            .filter_map(|rest| rest.split_once('}').map(|(name, _)| name))
+            .collect();
+        for hostile_in in &placeholders {
+            for hostile in HOSTILE_NAMES {
+                let mut url = route.path.to_string();
+                for placeholder in &placeholders {
+                    let value = if placeholder == hostile_in {
+                        hostile
+                    } else {
+                        valid(placeholder)
+                    };
+                    url = url.replace(&format!("{{{placeholder}}}"), value);
+                }
+                let (status, error) =
+                    send_json(&app, &Role::Admin, Method::POST, &url, json!({})).await;
+                cases += 1;
+                assert_eq!(status, 400, "{} {url}: {error}", route.name);
+                assert_eq!(error["field"], *hostile_in, "{} {url}: {error}", route.name);
+            }
+        }
+    }
+    assert!(cases > 100, "{cases} cases");
+
+    // The config editor names its file in the body: every way out of the service's own platform files is
+    // refused, naming the path.
+    let release = shared::delivery::release_path("payments", "prod");
+    for path in [
+        format!("{release}/../../../components/payments/values/prod.yaml"),
+        "platform/environments/prod/../../components/payments/values/prod.yaml".to_string(),
+        format!("/{release}"),
+        format!("./{release}"),
+        release.replace('/', "\\"),
+        format!("{release}\0.yaml"),
+        "platform/environments/prod/payments-release.yaml/..".to_string(),
+        "/etc/passwd".to_string(),
+        ".git/config".to_string(),
+    ] {
+        let (status, error) = send_json(
+            &app,
+            &Role::Owner,
+            Method::POST,
+            &shared::api::PreviewConfigEdit::url("payments"),
+            json!({"path": path, "content": "kind: Release\n"}),
+        )
+        .await;
+        assert!(matches!(status, 400 | 422), "{path}: {status} {error}");
+        assert_eq!(error["field"], "path", "{path}: {error}");
+    }
+    assert!(tower_branches(&app).is_empty(), "no branch created");
+    assert_eq!(main_head(&app), before, "nothing written");
+}
+
 #[tokio::test]
 async fn guests_and_other_teams_are_refused_and_nothing_is_written() {
     let app = TestApp::start().await;
