@@ -69,6 +69,15 @@ const ROUND_LIMIT: Duration = Duration::from_secs(10);
 const QUIET_SPACING: Duration = Duration::from_secs(1);
 /// How long one API request may take before it counts as an error.
 const REQUEST_LIMIT: Duration = Duration::from_secs(5);
+/// Reading clients kept connected while the never-reading ones' buffers are filled.
+const FLOOD_READERS: usize = 10;
+/// Event data sent to each client to fill a never-reading one's buffers: more than Linux's largest send
+/// buffer (`tcp_wmem`'s 4 MiB) plus the receive window a socket that is never read keeps (128 KiB).
+const FLOOD_BYTES: u64 = 6 * 1024 * 1024;
+/// How long the filling may take before the bench gives up on it (and says how far it got).
+const FLOOD_LIMIT: Duration = Duration::from_secs(120);
+/// Tower's `server::serve::STALLED_WRITE_LIMIT` (30 s), plus a margin for its timer and the close.
+const STALL_WAIT: Duration = Duration::from_secs(35);
 /// `/proc/<pid>/stat` counts CPU time in these (USER_HZ, 100 on Linux).
 const CLOCK_TICKS_PER_SECOND: f64 = 100.0;
 
@@ -160,10 +169,36 @@ pub fn load(args: &LoadArgs) -> Result<()> {
     let load_cpu = (cpu_seconds(&tower)? - cpu_before_load) / load_seconds;
     let rss_end = rss_kib(&tower);
     let streams_counted = sse_clients_gauge();
-    let slow_outcome: Vec<SlowOutcome> = slow.into_iter().map(drain).collect();
     let disconnected = watch.disconnected.load(Ordering::Relaxed);
     let received_bytes = watch.received_bytes.load(Ordering::Relaxed) / args.clients.max(1) as u64;
-    for client in &clients {
+
+    // The clients that never read: over the run, less was sent than a socket's buffers hold, so none of
+    // Tower's writes to them stalled yet. Send more than that (to a few readers only, so the bench's own
+    // threads do not take the cores), then wait out Tower's stalled-write limit.
+    let kept = clients.len().min(FLOOD_READERS);
+    for client in &clients[kept..] {
+        let _ = client.shutdown(Shutdown::Both);
+    }
+    let flood = if args.slow_clients > 0 {
+        println!(
+            "sending each client over {} MiB of changes, to fill the buffers of those that never read…",
+            FLOOD_BYTES / (1024 * 1024)
+        );
+        Some(flood_until_full(&watch, kept, args.services)?)
+    } else {
+        None
+    };
+    let stuck_round = time_round(&watch, "svc-0001", kept)?;
+    if flood.is_some() {
+        println!(
+            "waiting {} s: Tower's stalled-write limit and a margin…",
+            STALL_WAIT.as_secs()
+        );
+        std::thread::sleep(STALL_WAIT);
+    }
+    let streams_after_stall = sse_clients_gauge();
+    let slow_outcome: Vec<SlowOutcome> = slow.into_iter().map(drain).collect();
+    for client in &clients[..kept] {
         let _ = client.shutdown(Shutdown::Both);
     }
 
@@ -184,8 +219,63 @@ pub fn load(args: &LoadArgs) -> Result<()> {
         streams_counted,
         slow: slow_outcome,
         disconnected,
+        flood,
+        stuck_round,
+        kept_readers: kept,
+        streams_after_stall,
     });
     Ok(())
+}
+
+/// What sending more than the never-reading clients' buffers hold took.
+struct Flood {
+    /// Watch changes made in the sandbox.
+    changes: usize,
+    /// Event data each reading client received meanwhile.
+    bytes_per_reader: u64,
+    /// How long it took.
+    seconds: f64,
+}
+
+/// Makes services' Applications OutOfSync in turn (each change restamps `reconciledAt`, so every one is a
+/// card update) until each of `readers` reading clients has received [`FLOOD_BYTES`] more, or
+/// [`FLOOD_LIMIT`] passes.
+fn flood_until_full(watch: &Watch, readers: usize, services: usize) -> Result<Flood> {
+    let started = Instant::now();
+    let before = watch.received_bytes.load(Ordering::Relaxed);
+    let received = || {
+        watch
+            .received_bytes
+            .load(Ordering::Relaxed)
+            .saturating_sub(before)
+            / readers.max(1) as u64
+    };
+    let mut changes = 0;
+    while received() < FLOOD_BYTES && started.elapsed() < FLOOD_LIMIT {
+        let service = changes % services + 1;
+        let environment = if (changes / services).is_multiple_of(2) {
+            "dev"
+        } else {
+            "prod"
+        };
+        let status = post(
+            SANDBOX,
+            &format!("/sandbox/applications/svc-{service:04}-{environment}/out-of-sync"),
+        )?;
+        if status != 200 {
+            bail!(
+                "the sandbox answered {status} to making svc-{service:04}-{environment} OutOfSync"
+            );
+        }
+        changes += 1;
+    }
+    // The last changes' events are still on their way to the readers.
+    std::thread::sleep(Duration::from_secs(1));
+    Ok(Flood {
+        changes,
+        bytes_per_reader: received(),
+        seconds: started.elapsed().as_secs_f64(),
+    })
 }
 
 /// What the event-stream clients share: the change being looked for and when each client saw it.
@@ -668,6 +758,13 @@ struct Report<'a> {
     streams_counted: Option<f64>,
     slow: Vec<SlowOutcome>,
     disconnected: usize,
+    /// Filling the never-reading clients' buffers, when there were any.
+    flood: Option<Flood>,
+    /// One watch change timed while the never-reading clients were stuck, to the kept readers.
+    stuck_round: Round,
+    kept_readers: usize,
+    /// `tower_sse_clients` after the stalled-write limit had passed.
+    streams_after_stall: Option<f64>,
 }
 
 fn print_report(report: &Report) {
@@ -828,18 +925,45 @@ fn print_report(report: &Report) {
         "  a reading client received {} kB of events over the run",
         report.received_bytes / 1024
     );
+    // What a never-reading client was sent: the run's events, and the flood's.
+    let mut sent = report.received_bytes;
+    if let Some(flood) = &report.flood {
+        sent += flood.bytes_per_reader;
+        println!(
+            "  then {} watch changes in {:.1} s sent each of {} kept readers {} kB more",
+            flood.changes,
+            flood.seconds,
+            report.kept_readers,
+            flood.bytes_per_reader / 1024
+        );
+    }
+    let (_, _, stuck_all, stuck_missed) = fan_out(std::slice::from_ref(&report.stuck_round));
+    println!(
+        "  with the never-reading clients stuck, one change reached all {} kept readers in {stuck_all:.0} ms ({stuck_missed} missed)",
+        report.kept_readers
+    );
+    println!(
+        "  event streams Tower held {} s after that: {} (the kept readers are {}, the never-reading {})",
+        STALL_WAIT.as_secs(),
+        report
+            .streams_after_stall
+            .map_or_else(|| "unknown".into(), |n| format!("{n:.0}")),
+        report.kept_readers,
+        report.slow.len()
+    );
     for (index, slow) in report.slow.iter().enumerate() {
         println!(
-            "  never-reading client {}: {} kB waiting in its socket, {}; {}",
+            "  never-reading client {}: {} kB waiting in its socket of {} kB sent, {}; {}",
             index + 1,
             slow.buffered / 1024,
+            sent / 1024,
             if slow.closed {
                 "closed by Tower"
             } else {
                 "still open"
             },
-            // Less waiting than a reader got means Tower's writes to it stalled: its buffers were full.
-            if (slow.buffered as u64) < report.received_bytes {
+            // Less waiting than was sent means Tower's writes to it stalled: its buffers were full.
+            if (slow.buffered as u64) < sent {
                 "its buffers filled"
             } else {
                 "all that was sent fit in its buffers (not full yet)"
