@@ -919,7 +919,8 @@ fn print_report(report: &Report) {
         report
             .streams_counted
             .map_or_else(|| "unknown".into(), |n| format!("{n:.0}")),
-        &args.clients.to_string(),
+        // The never-reading clients are still open then: nothing sent to them had stalled yet.
+        &(args.clients + args.slow_clients).to_string(),
     );
     println!(
         "  a reading client received {} kB of events over the run",
