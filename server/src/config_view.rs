@@ -226,13 +226,18 @@ async fn environment_config(
         })
         .collect();
 
+    let secrets = objects
+        .secrets
+        .iter()
+        .filter(|(env, _)| env == environment)
+        .map(|(_, secret)| running_object(&secret.to_dynamic()));
     let mut running: Vec<RunningObject> = objects
         .applications
         .iter()
-        .chain(&objects.secrets)
         .chain(&objects.claims)
         .filter(|(env, _)| env == environment)
         .map(|(_, object)| running_object(object))
+        .chain(secrets)
         .collect();
     running.sort_by(|a, b| (kind_rank(&a.kind), &a.name).cmp(&(kind_rank(&b.kind), &b.name)));
 

@@ -8,6 +8,7 @@
 pub mod cards;
 pub mod catalog;
 pub mod code;
+pub mod external_secret;
 pub mod pod;
 pub mod rollout;
 pub mod watch;
@@ -33,6 +34,7 @@ use tokio::sync::{broadcast, mpsc, watch as tokio_watch};
 
 use self::cards::{CardInputs, ClusterInput, card, cell};
 use self::code::CodeCache;
+use self::external_secret::ExternalSecret;
 use self::pod::Pod;
 use self::watch::Sources;
 
@@ -111,7 +113,7 @@ pub struct WorkloadStores {
     /// Argo Rollouts.
     pub rollouts: Store<rollout::Rollout>,
     /// External Secrets.
-    pub secrets: Store<DynamicObject>,
+    pub secrets: Store<ExternalSecret>,
     /// Crossplane claims, one store per claim kind.
     pub claims: Vec<Store<DynamicObject>>,
     /// Crossplane managed resources, one store per composed kind: cluster-scoped, trimmed to labels and
@@ -162,7 +164,7 @@ pub struct PlatformObjects {
     /// Its Argo CD Applications, by environment.
     pub applications: Vec<(String, Arc<DynamicObject>)>,
     /// Its ExternalSecrets, by environment.
-    pub secrets: Vec<(String, Arc<DynamicObject>)>,
+    pub secrets: Vec<(String, Arc<ExternalSecret>)>,
     /// Its Crossplane claims, by environment.
     pub claims: Vec<(String, Arc<DynamicObject>)>,
 }
@@ -388,13 +390,6 @@ impl FleetModel {
                 })
             })
             .collect();
-        let by_environment = |map: HashMap<Key, Vec<Arc<DynamicObject>>>| {
-            map.into_iter()
-                .flat_map(|((_, environment), objects)| {
-                    objects.into_iter().map(move |o| (environment.clone(), o))
-                })
-                .collect()
-        };
         PlatformObjects {
             component: stores
                 .components
@@ -1071,7 +1066,7 @@ struct Index {
     rollouts: HashMap<Key, Vec<OnCluster<rollout::Rollout>>>,
     /// Each with the cluster it runs on.
     pods: HashMap<Key, Vec<OnCluster<Pod>>>,
-    secrets: HashMap<Key, Vec<Arc<DynamicObject>>>,
+    secrets: HashMap<Key, Vec<Arc<ExternalSecret>>>,
     claims: HashMap<Key, Vec<Arc<DynamicObject>>>,
     composed: HashMap<Key, Vec<Arc<DynamicObject>>>,
     deployments: HashMap<Key, Vec<Arc<Deployment>>>,
@@ -1316,6 +1311,15 @@ pub fn unreachable_since(state: &SourceState) -> Option<String> {
         SourceState::Unreachable { since, .. } => Some(since.clone()),
         _ => None,
     }
+}
+
+/// A service's objects of one kind from the index, each with its environment.
+fn by_environment<K>(map: HashMap<Key, Vec<Arc<K>>>) -> Vec<(String, Arc<K>)> {
+    map.into_iter()
+        .flat_map(|((_, environment), objects)| {
+            objects.into_iter().map(move |o| (environment.clone(), o))
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ use shared::fleet::{
     SyncStatus, WorkloadView,
 };
 
+use super::external_secret::ExternalSecret;
 use super::pod::Pod;
 use super::rollout::{Rollout, Step};
 
@@ -39,7 +40,7 @@ pub struct CardInputs<'a> {
     /// The DatabaseSchema of its bound database here.
     pub schema: Option<&'a DatabaseSchema>,
     /// Its External Secrets.
-    pub secrets: Vec<&'a DynamicObject>,
+    pub secrets: Vec<&'a ExternalSecret>,
     /// Its Crossplane claims.
     pub claims: Vec<&'a DynamicObject>,
     /// Managed resources composed for claims in its namespace; each shows under the claim it was composed
@@ -363,11 +364,12 @@ fn schema_view(schema: &DatabaseSchema, migrations_in_code: Option<&[String]>) -
     }
 }
 
-pub(crate) fn secret_view(object: &DynamicObject, now: Option<jiff::Timestamp>) -> SecretView {
-    let secret = &object.data;
-    let (ready, message) = condition(secret, "Ready").unwrap_or((false, None));
-    let refreshed_at = text(secret, &["status", "refreshTime"]).map(str::to_string);
-    let refresh_interval = text(secret, &["spec", "refreshInterval"]).map(str::to_string);
+pub(crate) fn secret_view(secret: &ExternalSecret, now: Option<jiff::Timestamp>) -> SecretView {
+    let (ready, message) = secret
+        .condition("Ready")
+        .map_or((false, None), |c| (c.status == "True", c.message.clone()));
+    let refreshed_at = secret.status.refresh_time.clone();
+    let refresh_interval = secret.spec.refresh_interval.clone();
     let stale = match (
         now,
         refreshed_at.as_deref(),
@@ -379,7 +381,7 @@ pub(crate) fn secret_view(object: &DynamicObject, now: Option<jiff::Timestamp>) 
         _ => false,
     };
     SecretView {
-        name: name_of(object),
+        name: secret.metadata.name.clone().unwrap_or_default(),
         ready,
         refreshed_at,
         refresh_interval,
@@ -952,13 +954,14 @@ mod tests {
 
     #[test]
     fn a_secret_refreshed_longer_ago_than_its_interval_is_stale() {
-        let secret = object(json!({
+        let secret: ExternalSecret = serde_json::from_value(json!({
             "apiVersion": "external-secrets.io/v1", "kind": "ExternalSecret",
             "metadata": {"name": "checkout-app"},
             "spec": {"refreshInterval": "1h0m0s"},
             "status": {"refreshTime": "2026-11-30T04:00:00Z",
                        "conditions": [{"type": "Ready", "status": "False", "message": "AccessDenied"}]}
-        }));
+        }))
+        .expect("an ExternalSecret");
         let now: jiff::Timestamp = "2026-11-30T09:00:00Z".parse().expect("time");
         let view = secret_view(&secret, Some(now));
         assert!(view.stale);

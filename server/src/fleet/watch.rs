@@ -21,6 +21,7 @@ use shared::fleet::{FleetEvent, SourceState, SourceStatus};
 use tokio::sync::{broadcast, mpsc};
 
 use super::cards::CLAIM_NAMESPACE_LABEL;
+use super::external_secret::ExternalSecret;
 use super::pod::Pod;
 use super::rollout::Rollout;
 use super::watched::{self, Cluster, checked};
@@ -294,9 +295,14 @@ pub fn start(
                         dirty_tx.clone(),
                         by_label(label.clone()),
                     ),
-                    secrets: dynamic(
-                        watched::EXTERNAL_SECRETS.api_resource(),
+                    secrets: spawn_with(
+                        Api::<ExternalSecret>::all(client.clone()),
+                        (),
+                        watcher::Config::default(),
                         trim_external_secret,
+                        source.clone(),
+                        dirty_tx.clone(),
+                        by_label(label.clone()),
                     ),
                     claims: clusters
                         .claim_kinds
@@ -515,11 +521,12 @@ fn only(data: &mut serde_json::Value, pointers: &[&str]) -> serde_json::Value {
 }
 
 /// Drops kubectl's `last-applied-configuration`, which repeats the whole object (and the Config tab hides).
-fn trim_last_applied(object: &mut DynamicObject) {
-    if let Some(annotations) = object.metadata.annotations.as_mut() {
+fn trim_last_applied<K: Resource>(object: &mut K) {
+    let metadata = object.meta_mut();
+    if let Some(annotations) = metadata.annotations.as_mut() {
         annotations.remove(LAST_APPLIED);
         if annotations.is_empty() {
-            object.metadata.annotations = None;
+            metadata.annotations = None;
         }
     }
 }
@@ -612,13 +619,13 @@ fn trim_rollout(rollout: &mut Rollout) {
     metadata.finalizers = None;
 }
 
-/// Keeps an ExternalSecret's spec (the Config tab shows it) and of its status the conditions and the last
-/// refresh: what the card reads.
-fn trim_external_secret(secret: &mut DynamicObject) {
+/// Drops what no view of an ExternalSecret reads from its metadata. [`ExternalSecret`] itself keeps only the
+/// spec (the Config tab shows it) and of the status the conditions and the last refresh.
+fn trim_external_secret(secret: &mut ExternalSecret) {
     trim_last_applied(secret);
-    if let Some(status) = secret.data.get_mut("status") {
-        *status = only(status, &["/conditions", "/refreshTime"]);
-    }
+    let metadata = &mut secret.metadata;
+    metadata.owner_references = None;
+    metadata.finalizers = None;
 }
 
 /// Drops the parts of an Event no card shows.
@@ -1505,7 +1512,7 @@ mod tests {
             })
         );
 
-        let mut secret: DynamicObject = serde_json::from_value(serde_json::json!({
+        let mut secret: ExternalSecret = serde_json::from_value(serde_json::json!({
             "apiVersion": "external-secrets.io/v1", "kind": "ExternalSecret",
             "metadata": {"name": "payments-db", "namespace": "payments"},
             "spec": {"refreshInterval": "1h", "secretStoreRef": {"name": "vault"}},
@@ -1521,8 +1528,8 @@ mod tests {
             super::super::cards::secret_view(&secret, now),
             super::super::cards::secret_view(&full, now)
         );
-        assert_eq!(secret.data["spec"], full.data["spec"]);
-        assert!(secret.data["status"].get("binding").is_none());
+        assert_eq!(secret.spec, full.spec);
+        assert!(secret.to_dynamic().data["status"].get("binding").is_none());
     }
 
     #[test]
