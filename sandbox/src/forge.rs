@@ -308,7 +308,12 @@ struct Inner {
     /// The API's base URL as clients call it (`http://127.0.0.1:PORT/github`), for the URLs inside webhook
     /// payloads, which no request carries: learnt from the requests served, or set by the sandbox.
     api_url: std::sync::RwLock<Option<String>>,
+    /// Told every token the forge issues, once someone asked ([`Forge::on_token_issued`]).
+    issued: std::sync::RwLock<Option<TokenSink>>,
 }
+
+/// Told each access token the forge issues, with its kind (`installation_token`, `user_token`).
+pub type TokenSink = Arc<dyn Fn(&'static str, &str) + Send + Sync>;
 
 /// Where the forge delivers its webhooks, as a GitHub App's webhook URL and secret.
 #[derive(Clone)]
@@ -451,6 +456,7 @@ impl Forge {
                 webhooks: std::sync::RwLock::new(None),
                 deliveries: Mutex::new(None),
                 api_url: std::sync::RwLock::new(None),
+                issued: std::sync::RwLock::new(None),
             }),
         })
     }
@@ -668,7 +674,36 @@ impl Forge {
             hasher.write_u64(round);
             text.push_str(&format!("{:012x}", hasher.finish() & 0xffff_ffff_ffff));
         }
+        self.note_issued(prefix, &text);
         text
+    }
+
+    /// Has `sink` told every access token the forge issues from now on (installation and user tokens;
+    /// not OAuth codes, which travel through the browser by design), so a test harness can check that
+    /// none of them leaks into a log or a response.
+    pub fn on_token_issued(&self, sink: TokenSink) {
+        *self
+            .inner
+            .issued
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(sink);
+    }
+
+    fn note_issued(&self, prefix: &str, text: &str) {
+        let kind = match prefix {
+            "ghs_" => "installation_token",
+            "gho_" => "user_token",
+            _ => return,
+        };
+        let sink = self
+            .inner
+            .issued
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        if let Some(sink) = sink {
+            sink(kind, text);
+        }
     }
 
     /// The bare repository `owner/name`, or GitHub's 404.

@@ -23,6 +23,12 @@ pub struct EmbeddedArgs {
     /// Start the embedded sandbox without metrics (faster start).
     #[arg(long)]
     pub sandbox_no_metrics: bool,
+    /// Write every secret of the sandbox and of Tower's configuration for it (client secret, webhook
+    /// secret, the App's private key, Argo CD tokens, then each access token the forge issues, as it does)
+    /// to this file, one JSON object a line (`{"kind": …, "value": …}`), so a test harness can check that
+    /// none of them shows up in a log or a response. For tests only: the file holds live credentials.
+    #[arg(long, value_name = "PATH")]
+    pub sandbox_secrets_file: Option<PathBuf>,
     /// The embedded sandbox's world.
     #[command(flatten)]
     pub world: WorldArgs,
@@ -100,7 +106,56 @@ pub async fn embedded(
     tracing::info!(url = %sandbox.url(), "sandbox platform is up");
     let listen = listen.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080)));
     let config = tower_config(&sandbox, listen);
+    if let Some(path) = &args.sandbox_secrets_file {
+        write_secrets(&sandbox, &config, path)
+            .with_context(|| format!("writing the sandbox's secrets to {}", path.display()))?;
+    }
     Ok((sandbox, config))
+}
+
+/// Writes the secrets of `config` to `path` (`--sandbox-secrets-file`), and has `sandbox`'s forge append
+/// each access token it issues from now on.
+fn write_secrets(
+    sandbox: &sandbox::Sandbox,
+    config: &TowerConfig,
+    path: &std::path::Path,
+) -> anyhow::Result<()> {
+    use secrecy::ExposeSecret as _;
+    use std::io::Write as _;
+
+    fn line(kind: &str, value: &str) -> String {
+        let mut text = serde_json::json!({ "kind": kind, "value": value }).to_string();
+        text.push('\n');
+        text
+    }
+
+    let mut text = String::new();
+    if let Some(github) = &config.github {
+        text += &line("github.client_secret", github.client_secret.expose_secret());
+        text += &line(
+            "github.app_private_key",
+            github.app_private_key.expose_secret(),
+        );
+        if let Some(secret) = &github.webhook_secret {
+            text += &line("github.webhook_secret", secret.expose_secret());
+        }
+    }
+    for argocd in &config.argocd {
+        text += &line("argocd.token", argocd.token.expose_secret());
+    }
+    std::fs::write(path, text)?;
+    let file = std::sync::Mutex::new(std::fs::OpenOptions::new().append(true).open(path)?);
+    sandbox
+        .forge()
+        .on_token_issued(std::sync::Arc::new(move |kind, token| {
+            let mut file = file
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Err(error) = file.write_all(line(kind, token).as_bytes()) {
+                tracing::warn!(%error, "could not append an issued token to the secrets file");
+            }
+        }));
+    Ok(())
 }
 
 /// Has the sandbox's real Prometheus (when it runs one) scrape the `/metrics` of a Tower listening on
@@ -430,6 +485,53 @@ mod tests {
         };
         assert_eq!(world(&[]).fresh, None);
         assert_eq!(world(&["--fresh", "dev"]).fresh.as_deref(), Some("dev"));
+    }
+
+    #[tokio::test]
+    async fn the_secrets_file_holds_the_configured_secrets_then_each_issued_token() {
+        use secrecy::ExposeSecret as _;
+
+        let sandbox = sandbox::Sandbox::start_with(sandbox::Options::new(
+            "127.0.0.1:0".parse().expect("address"),
+        ))
+        .await
+        .expect("sandbox starts");
+        let config = tower_config(&sandbox, "127.0.0.1:0".parse().expect("address"));
+        let dir = tempfile::tempdir().expect("temporary folder");
+        let path = dir.path().join("secrets.jsonl");
+        write_secrets(&sandbox, &config, &path).expect("written");
+        let token = sandbox.forge().user_token("ada");
+        let read = std::fs::read_to_string(&path).expect("readable");
+        let secrets: Vec<(String, String)> = read
+            .lines()
+            .map(|line| {
+                let value: serde_json::Value = serde_json::from_str(line).expect("one JSON a line");
+                (
+                    value["kind"].as_str().expect("kind").to_string(),
+                    value["value"].as_str().expect("value").to_string(),
+                )
+            })
+            .collect();
+        let github = config.github.as_ref().expect("github");
+        let has = |kind: &str, value: &str| secrets.iter().any(|(k, v)| k == kind && v == value);
+        assert!(has(
+            "github.client_secret",
+            github.client_secret.expose_secret()
+        ));
+        assert!(has(
+            "github.app_private_key",
+            github.app_private_key.expose_secret()
+        ));
+        assert!(has(
+            "github.webhook_secret",
+            github
+                .webhook_secret
+                .as_ref()
+                .expect("webhook secret")
+                .expose_secret()
+        ));
+        assert!(has("argocd.token", config.argocd[0].token.expose_secret()));
+        assert!(has("user_token", &token), "{secrets:?}");
     }
 
     #[tokio::test]

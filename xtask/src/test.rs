@@ -336,7 +336,11 @@ fn playwright_with(config: &str, tower: &Path) -> Result<Counts> {
     let out = util::tee(&mut playwright_command(config, tower)?)?;
     let counts = parse_playwright(&out.stdout);
     if !out.success && counts.failed == 0 {
-        bail!("Playwright failed before reporting a failing test");
+        // Not a test: the web server did not start, or a global teardown failed (`secrets-teardown.ts`
+        // fails the run when a secret shows up in Tower's log or a recorded response).
+        bail!(
+            "Playwright failed outside any test (its web server, or a global teardown such as the secrets check)"
+        );
     }
     Ok(counts)
 }

@@ -14,6 +14,10 @@ use super::Clusters;
 pub(crate) fn router(clusters: Clusters) -> Router {
     Router::new()
         .route("/sandbox/clusters/{name}/reachable", post(set_reachable))
+        .route(
+            "/sandbox/clusters/{name}/namespaces/{namespace}/pods/{pod}/log",
+            post(append_log),
+        )
         .with_state(clusters)
 }
 
@@ -51,6 +55,31 @@ async fn set_reachable(
         "sandbox cluster reachability set"
     );
     Json(json!({"cluster": name, "reachable": cluster.is_reachable()})).into_response()
+}
+
+/// `POST /sandbox/clusters/{name}/namespaces/{namespace}/pods/{pod}/log` with `{"container": "app",
+/// "line": "…"}`: the container writes `line` to its log now, as an application prints whatever it is
+/// given (tests put hostile text there: markup, terminal escapes). Answers 204; 404 for an unknown cluster.
+async fn append_log(
+    State(clusters): State<Clusters>,
+    Path((name, namespace, pod)): Path<(String, String, String)>,
+    body: Bytes,
+) -> Response {
+    let Some(cluster) = clusters.cluster(&name) else {
+        return refusal(StatusCode::NOT_FOUND, format!("no cluster named `{name}`"));
+    };
+    let request = serde_json::from_slice::<Value>(&body).unwrap_or(Value::Null);
+    let (Some(container), Some(line)) = (
+        request.get("container").and_then(Value::as_str),
+        request.get("line").and_then(Value::as_str),
+    ) else {
+        return refusal(
+            StatusCode::BAD_REQUEST,
+            "the body must be a JSON object with the strings `container` and `line`".into(),
+        );
+    };
+    cluster.append_log(&namespace, &pod, container, line);
+    StatusCode::NO_CONTENT.into_response()
 }
 
 fn refusal(status: StatusCode, message: String) -> Response {
