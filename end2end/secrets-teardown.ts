@@ -6,7 +6,7 @@
 // secret's kind and where it was, never the secret itself.
 //
 // It runs before Playwright stops the web server, so Tower's shutdown lines are not looked at. Towers a spec
-// starts itself (`tests/own-tower.ts`) are covered once they write `--sandbox-secrets-file <secretsDir>/<name>.jsonl`
+// starts itself (`tests/own-tower.ts`) are covered: they write `--sandbox-secrets-file <secretsDir>/<name>.jsonl`
 // and their output to `<secretsDir>/<name>.log`: every `*.jsonl` and `*.log` there is read.
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';

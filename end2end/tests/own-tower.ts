@@ -3,7 +3,9 @@
 // stopped with SIGTERM so it removes its temporary folders, which `cargo xtask test` checks. Not a spec.
 import { test, expect, type Page } from '@playwright/test';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { assets, sandboxPort, towerBin, towerPort } from '../playwright.config';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { assets, sandboxPort, secretsDir, towerBin, towerPort } from '../playwright.config';
 
 /** Where a spec's own Tower and its sandbox answer. */
 export interface OwnTower {
@@ -19,12 +21,21 @@ export function ownTower(offset: number, world: string[], startWithin = 90_000):
   let tower: ChildProcess | undefined;
   test.beforeAll(async () => {
     test.setTimeout(startWithin + 10_000);
+    // Checked by the secrets check like the suite's own Tower: its secrets and issued tokens, its log, the
+    // suite's session key.
+    fs.mkdirSync(secretsDir, { recursive: true });
+    const log = fs.openSync(path.join(secretsDir, `tower-${port}.log`), 'a');
     tower = spawn(
       towerBin,
       ['serve', '--sandbox', '--listen', `127.0.0.1:${port}`, '--sandbox-listen', `127.0.0.1:${sandboxPort + offset}`,
-        '--assets', assets, '--sandbox-no-metrics', ...world],
-      { stdio: ['ignore', 'ignore', 'inherit'] },
+        '--assets', assets, '--sandbox-no-metrics',
+        '--sandbox-secrets-file', path.join(secretsDir, `secrets-${port}.jsonl`), ...world],
+      {
+        stdio: ['ignore', log, log],
+        env: { ...process.env, TOWER_SESSION_SECRET: process.env.TOWER_E2E_SESSION_SECRET },
+      },
     );
+    fs.closeSync(log);
     await untilReady(own.base, startWithin);
   });
   test.afterAll(async () => {
