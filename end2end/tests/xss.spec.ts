@@ -228,6 +228,8 @@ test('a line a pod prints is shown as text in the log panel', async ({ page, req
   const line = panel.locator('[data-testid="log-line"]').filter({ hasText: 'done-log' });
   await expect(line.first()).toBeVisible({ timeout: 20_000 });
   await expectLiterally(line.first(), 'log');
+  // The escapes themselves are not left in the text as invisible characters.
+  expect(await line.first().textContent()).not.toMatch(/[\u001b\u0007]/);
   // The clear-screen did nothing to the lines around it.
   expect(await panel.locator('[data-testid="log-line"]').count()).toBeGreaterThan(1);
   await check('log panel');

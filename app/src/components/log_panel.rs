@@ -17,6 +17,7 @@ use shared::api::{LOG_END_EVENT, LOG_EVENT};
 use shared::fleet::PodView;
 use shared::fleet::cards::is_crashloop;
 use shared::logs::{LogLine, LogSource, RecentPods};
+use shared::pipelines::console::strip_ansi;
 
 use crate::api::{self, LogQuery};
 use crate::components::focus::remember_focus;
@@ -292,7 +293,11 @@ fn LoadedLogPanel(
             <div class="log-lines mono" node_ref=scroller tabindex="0" role="region" aria-label="Log lines">
                 <For each=move || lines.get() key=|(id, _)| *id let:line>
                     <div class="log-line" class:log-line-stored=line.1.source == LogSource::Store
-                        data-testid="log-line" data-source=line.1.source.as_str()>{line.1.text}</div>
+                        data-testid="log-line" data-source=line.1.source.as_str()>
+                        // Terminal escapes (colours, a title, a clear-screen) are not the reader's text:
+                        // dropped as the pipeline console drops those it does not draw.
+                        {strip_ansi(&line.1.text).into_owned()}
+                    </div>
                 </For>
                 {move || (lines.with(Vec::is_empty) && state.get() == StreamState::Ended).then(|| view! {
                     <p class="muted">"This container has written nothing yet."</p>
