@@ -30,6 +30,7 @@ use crate::delivery::pull::Change;
 use crate::delivery::{Delivery, forge};
 use crate::error::{Error, Result};
 use crate::fleet::PlatformObjects;
+use crate::fleet::application::Application;
 use crate::state::AppState;
 
 /// Metadata the cluster keeps for itself: left out of the applied YAML, which is about intent.
@@ -226,17 +227,23 @@ async fn environment_config(
         })
         .collect();
 
+    // Applications and ExternalSecrets are cached typed and trimmed; shown as objects again.
+    let applications = objects
+        .applications
+        .iter()
+        .filter(|(env, _)| env == environment)
+        .map(|(_, application)| running_object(&application.to_dynamic()));
     let secrets = objects
         .secrets
         .iter()
         .filter(|(env, _)| env == environment)
         .map(|(_, secret)| running_object(&secret.to_dynamic()));
     let mut running: Vec<RunningObject> = objects
-        .applications
+        .claims
         .iter()
-        .chain(&objects.claims)
         .filter(|(env, _)| env == environment)
         .map(|(_, object)| running_object(object))
+        .chain(applications)
         .chain(secrets)
         .collect();
     running.sort_by(|a, b| (kind_rank(&a.kind), &a.name).cmp(&(kind_rank(&b.kind), &b.name)));
@@ -621,7 +628,7 @@ pub fn platform_config(state: &AppState) -> PlatformConfig {
 /// An ApplicationSet: its generators in words and the Applications whose owner it is.
 fn application_set_view(
     set: &DynamicObject,
-    applications: &[Arc<DynamicObject>],
+    applications: &[Arc<Application>],
 ) -> ApplicationSetView {
     let name = set.metadata.name.clone().unwrap_or_default();
     let generators = set
@@ -639,18 +646,10 @@ fn application_set_view(
                 .flatten()
                 .any(|owner| owner.kind == "ApplicationSet" && owner.name == name)
         })
-        .map(|app| {
-            let text = |pointer: &str| {
-                app.data
-                    .pointer(pointer)
-                    .and_then(Json::as_str)
-                    .map(str::to_string)
-            };
-            GeneratedApplication {
-                name: app.metadata.name.clone().unwrap_or_default(),
-                sync: text("/status/sync/status"),
-                health: text("/status/health/status"),
-            }
+        .map(|app| GeneratedApplication {
+            name: app.name(),
+            sync: app.status.sync.status.clone(),
+            health: app.status.health.status.clone(),
         })
         .collect();
     owned.sort_by(|a, b| a.name.cmp(&b.name));

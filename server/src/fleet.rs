@@ -5,6 +5,7 @@
 //! (and the serialized service list) ready for handlers, and broadcasts what changed. Request handlers only
 //! read from here; nothing in a handler lists from an upstream.
 
+pub mod application;
 pub mod cards;
 pub mod catalog;
 pub mod code;
@@ -32,6 +33,7 @@ use shared::fleet::{
 use shared::metrics::DeployMarker;
 use tokio::sync::{broadcast, mpsc, watch as tokio_watch};
 
+use self::application::Application;
 use self::cards::{CardInputs, ClusterInput, card, cell};
 use self::code::CodeCache;
 use self::external_secret::ExternalSecret;
@@ -139,7 +141,7 @@ pub struct Stores {
     /// DatabaseSchemas (management).
     pub schemas: Store<DatabaseSchema>,
     /// Argo CD Applications (management).
-    pub applications: Store<DynamicObject>,
+    pub applications: Store<Application>,
     /// Argo CD ApplicationSets (management), for the `/config` page.
     pub application_sets: Store<DynamicObject>,
     /// Argo CD's cluster secrets (management), metadata only: their labels, never their credentials.
@@ -162,7 +164,7 @@ pub struct PlatformObjects {
     /// Those databases' DatabaseSchemas.
     pub schemas: Vec<Arc<DatabaseSchema>>,
     /// Its Argo CD Applications, by environment.
-    pub applications: Vec<(String, Arc<DynamicObject>)>,
+    pub applications: Vec<(String, Arc<Application>)>,
     /// Its ExternalSecrets, by environment.
     pub secrets: Vec<(String, Arc<ExternalSecret>)>,
     /// Its Crossplane claims, by environment.
@@ -325,7 +327,7 @@ impl FleetModel {
     /// The deploys Argo CD remembers for `service` in `environment`, oldest first, as chart markers.
     pub fn deploy_markers(&self, service: &str, environment: &str) -> Vec<DeployMarker> {
         let labels = &self.inner.labels;
-        let is_this = |app: &DynamicObject| {
+        let is_this = |app: &Application| {
             let Some(map) = app.metadata.labels.as_ref() else {
                 return false;
             };
@@ -342,7 +344,7 @@ impl FleetModel {
         else {
             return Vec::new();
         };
-        cards::deploys(&app.data)
+        cards::deploys(&app)
             .into_iter()
             .filter_map(|deploy| {
                 Some(DeployMarker {
@@ -406,7 +408,7 @@ impl FleetModel {
     }
 
     /// Argo CD's ApplicationSets and Applications in the watch caches, for the `/config` page.
-    pub fn argo_objects(&self) -> (Vec<Arc<DynamicObject>>, Vec<Arc<DynamicObject>>) {
+    pub fn argo_objects(&self) -> (Vec<Arc<DynamicObject>>, Vec<Arc<Application>>) {
         (
             self.inner.stores.application_sets.state(),
             self.inner.stores.applications.state(),
@@ -920,7 +922,7 @@ impl FleetModel {
             .flat_map(|((service, environment), apps)| {
                 // Every cluster's Application remembers the same deploys: one is enough.
                 apps.first()
-                    .map(|app| cards::deploy_history(&app.data, service, environment))
+                    .map(|app| cards::deploy_history(app, service, environment))
                     .unwrap_or_default()
             });
         let mut feed = self.activity_feed();
@@ -978,7 +980,7 @@ impl FleetModel {
                 .iter()
                 .find(|s| &s.spec.database == db && s.spec.environment == environment)
         });
-        let previous = application.and_then(|app| cards::previous_version(&app.data));
+        let previous = application.and_then(cards::previous_version);
         let (changes, migrations_in_code) = match &self.inner.code {
             Some(code) => {
                 let repository = &component.spec.repository;
@@ -1061,7 +1063,7 @@ fn borrowed<'a, K>(index: &'a HashMap<Key, Vec<Arc<K>>>, key: &Key) -> Vec<&'a K
 struct Index {
     releases: HashMap<Key, Arc<Release>>,
     /// One per cluster of the environment.
-    applications: HashMap<Key, Vec<Arc<DynamicObject>>>,
+    applications: HashMap<Key, Vec<Arc<Application>>>,
     /// One per cluster of the environment that runs one, in configuration order.
     rollouts: HashMap<Key, Vec<OnCluster<rollout::Rollout>>>,
     /// Each with the cluster it runs on.
@@ -1073,7 +1075,7 @@ struct Index {
     events: HashMap<Key, Vec<Arc<Event>>>,
     schemas: Vec<Arc<DatabaseSchema>>,
     /// Platform resources' own Applications by (kind, name).
-    resource_applications: HashMap<(String, String), Arc<DynamicObject>>,
+    resource_applications: HashMap<(String, String), Arc<Application>>,
     /// Which Application installs which CRD, for telling waiting apps from failing ones.
     installers: crate::platform::Installers,
 }

@@ -15,8 +15,6 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-use kube::api::DynamicObject;
-use serde_json::Value;
 use shared::platform::{
     Bump, CLUSTER_LABEL, ComponentCell, ComponentRow, PACKAGE_LABEL, PLATFORM_COMPONENT_LABEL,
     PlatformCluster, PlatformView, RESOURCE_KIND_LABEL, RESOURCE_NAME_LABEL, ResourceApplication,
@@ -24,6 +22,7 @@ use shared::platform::{
 };
 
 use crate::delivery::releases::ReleaseHistory;
+use crate::fleet::application::Application;
 use crate::fleet::cards::application_view;
 
 /// The cluster name Argo CD's in-cluster destination stands for: where Argo CD itself runs.
@@ -31,38 +30,36 @@ const IN_CLUSTER: &str = "https://kubernetes.default.svc";
 /// The management cluster's name, for Applications deploying in-cluster without a cluster label.
 const MANAGEMENT: &str = "management";
 
-fn label<'a>(app: &'a DynamicObject, key: &str) -> Option<&'a str> {
+fn label<'a>(app: &'a Application, key: &str) -> Option<&'a str> {
     app.metadata.labels.as_ref()?.get(key).map(String::as_str)
 }
 
 /// The cluster an Application deploys to: its cluster label, else its destination's name, else the
 /// management cluster for the in-cluster server.
-fn destination_cluster(app: &DynamicObject) -> Option<String> {
+fn destination_cluster(app: &Application) -> Option<String> {
     if let Some(cluster) = label(app, CLUSTER_LABEL) {
         return Some(cluster.to_string());
     }
-    let destination = app.data.pointer("/spec/destination")?;
-    if let Some(name) = destination.get("name").and_then(Value::as_str) {
+    if let Some(name) = app.spec.destination_name.as_deref() {
         return Some(if name == "in-cluster" {
             MANAGEMENT.into()
         } else {
             name.to_string()
         });
     }
-    (destination.get("server").and_then(Value::as_str) == Some(IN_CLUSTER))
-        .then(|| MANAGEMENT.to_string())
+    (app.spec.destination_server.as_deref() == Some(IN_CLUSTER)).then(|| MANAGEMENT.to_string())
 }
 
 /// Whether an Application is one of the platform's own (a platform resource's, a component's or a
 /// package's), rather than a service's deploy.
-pub fn is_platform_application(app: &DynamicObject) -> bool {
+pub fn is_platform_application(app: &Application) -> bool {
     [RESOURCE_KIND_LABEL, PLATFORM_COMPONENT_LABEL, PACKAGE_LABEL]
         .iter()
         .any(|key| label(app, key).is_some())
 }
 
 /// The platform resource a `taskapp-platform` Application applies, as (kind, `metadata.name`).
-pub fn resource_of(app: &DynamicObject) -> Option<(String, String)> {
+pub fn resource_of(app: &Application) -> Option<(String, String)> {
     Some((
         label(app, RESOURCE_KIND_LABEL)?.to_string(),
         label(app, RESOURCE_NAME_LABEL)?.to_string(),
@@ -79,27 +76,15 @@ pub struct Installers {
 
 impl Installers {
     /// Reads `applications`.
-    pub fn of<'a>(applications: impl IntoIterator<Item = &'a DynamicObject>) -> Self {
+    pub fn of<'a>(applications: impl IntoIterator<Item = &'a Application>) -> Self {
         let mut by_cluster: HashMap<String, Vec<(String, String)>> = HashMap::new();
         for app in applications {
-            let Some(resources) = app
-                .data
-                .pointer("/status/resources")
-                .and_then(Value::as_array)
-            else {
-                continue;
-            };
-            let crds = resources.iter().filter(|r| {
-                r.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition")
-            });
-            let mut names: Vec<(String, String)> = crds
-                .filter_map(|r| r.get("name").and_then(Value::as_str))
-                .map(|crd| {
-                    (
-                        crd.to_string(),
-                        app.metadata.name.clone().unwrap_or_default(),
-                    )
-                })
+            let mut names: Vec<(String, String)> = app
+                .status
+                .resources
+                .iter()
+                .filter(|r| r.kind == "CustomResourceDefinition")
+                .map(|crd| (crd.name.clone(), app.name()))
                 .collect();
             if names.is_empty() {
                 continue;
@@ -112,28 +97,24 @@ impl Installers {
     }
 
     /// What `app` waits for, when the only thing keeping it from syncing is a kind whose CRD is missing.
-    pub fn waiting(&self, app: &DynamicObject) -> Option<Waiting> {
-        let status = app.data.get("status")?;
-        let phase = status
-            .pointer("/operationState/phase")
-            .and_then(Value::as_str);
-        let synced = status.pointer("/sync/status").and_then(Value::as_str) == Some("Synced");
+    pub fn waiting(&self, app: &Application) -> Option<Waiting> {
+        let status = &app.status;
+        let operation = status.operation_state.as_ref();
+        let phase = operation.and_then(|o| o.phase.as_deref());
+        let synced = status.sync.status.as_deref() == Some("Synced");
         // A converged Application keeps old messages in its last result; only a failing one waits.
         if synced && !matches!(phase, Some("Failed" | "Error" | "Running")) {
             return None;
         }
-        let resource_messages = status
-            .pointer("/operationState/syncResult/resources")
-            .and_then(Value::as_array)
+        let resource_messages = operation
+            .and_then(|o| o.sync_result.as_ref())
             .into_iter()
-            .flatten()
-            .filter_map(|r| r.get("message").and_then(Value::as_str));
+            .flat_map(|result| &result.resources)
+            .filter_map(|r| r.message.as_deref());
         let condition_messages = status
-            .get("conditions")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|c| c.get("message").and_then(Value::as_str));
+            .conditions
+            .iter()
+            .filter_map(|c| c.message.as_deref());
         let (group, kind) = resource_messages
             .chain(condition_messages)
             .find_map(missing_kind)?;
@@ -149,7 +130,7 @@ impl Installers {
 }
 
 /// An Application's link in Argo CD's UI.
-pub fn argocd_link(argocd_ui: Option<&str>, app: &DynamicObject) -> Option<String> {
+pub fn argocd_link(argocd_ui: Option<&str>, app: &Application) -> Option<String> {
     let base = argocd_ui?.trim_end_matches('/');
     let name = app.metadata.name.as_deref()?;
     let namespace = app.metadata.namespace.as_deref().unwrap_or("argocd");
@@ -162,7 +143,7 @@ pub fn argocd_link(argocd_ui: Option<&str>, app: &DynamicObject) -> Option<Strin
 
 /// `app` as a card, a database or the Platform page shows it.
 pub fn resource_application(
-    app: &DynamicObject,
+    app: &Application,
     installers: &Installers,
     argocd_ui: Option<&str>,
 ) -> ResourceApplication {
@@ -175,8 +156,8 @@ pub fn resource_application(
 
 /// The Applications of platform resources, by (kind, `metadata.name`).
 pub fn resource_applications(
-    applications: &[Arc<DynamicObject>],
-) -> HashMap<(String, String), Arc<DynamicObject>> {
+    applications: &[Arc<Application>],
+) -> HashMap<(String, String), Arc<Application>> {
     applications
         .iter()
         .filter_map(|app| {
@@ -188,8 +169,8 @@ pub fn resource_applications(
 }
 
 /// Every platform Application by standing: what the Overview counts.
-pub fn standing_counts(applications: &[Arc<DynamicObject>]) -> StandingCounts {
-    let platform: Vec<&DynamicObject> = applications
+pub fn standing_counts(applications: &[Arc<Application>]) -> StandingCounts {
+    let platform: Vec<&Application> = applications
         .iter()
         .map(Arc::as_ref)
         .filter(|app| is_platform_application(app))
@@ -206,7 +187,7 @@ pub fn standing_counts(applications: &[Arc<DynamicObject>]) -> StandingCounts {
 /// `clusters` are the clusters Tower knows, in order, with their environments: the matrix's columns start
 /// with them; a cluster only Argo CD names comes after.
 pub fn platform_view(
-    applications: &[Arc<DynamicObject>],
+    applications: &[Arc<Application>],
     clusters: &[(String, Option<String>)],
     argocd_ui: Option<&str>,
 ) -> PlatformView {
@@ -353,13 +334,13 @@ pub async fn fill_bumps(view: &mut PlatformView, history: &ReleaseHistory) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
-    fn object(value: Value) -> Arc<DynamicObject> {
+    fn object(value: Value) -> Arc<Application> {
         Arc::new(serde_json::from_value(value).unwrap_or_else(|error| panic!("{error}")))
     }
 
-    fn infra(component: &str, cluster: &str, version: &str, status: Value) -> Arc<DynamicObject> {
+    fn infra(component: &str, cluster: &str, version: &str, status: Value) -> Arc<Application> {
         object(json!({
             "apiVersion": "argoproj.io/v1alpha1",
             "kind": "Application",

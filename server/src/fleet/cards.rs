@@ -16,6 +16,7 @@ use shared::fleet::{
     SyncStatus, WorkloadView,
 };
 
+use super::application::Application;
 use super::external_secret::ExternalSecret;
 use super::pod::Pod;
 use super::rollout::{Rollout, Step};
@@ -30,7 +31,7 @@ pub struct CardInputs<'a> {
     /// Its Release here.
     pub release: Option<&'a Release>,
     /// Its Argo CD Applications here (`argoproj.io/v1alpha1`), one per cluster of the environment.
-    pub applications: Vec<&'a DynamicObject>,
+    pub applications: Vec<&'a Application>,
     /// The environment's workload clusters, in configuration order.
     pub clusters: Vec<ClusterInput<'a>>,
     /// Its Argo Rollout.
@@ -141,54 +142,47 @@ fn release_view(release: &Release) -> ReleaseView {
     }
 }
 
-fn name_of(object: &DynamicObject) -> String {
-    object.metadata.name.clone().unwrap_or_default()
+fn name_of<K: kube::Resource>(object: &K) -> String {
+    object.meta().name.clone().unwrap_or_default()
 }
 
 /// An Application's sync status and health.
-fn standing(app: &Value) -> (SyncStatus, Health) {
+fn standing(app: &Application) -> (SyncStatus, Health) {
     (
-        SyncStatus::parse(text(app, &["status", "sync", "status"]).unwrap_or_default()),
-        Health::parse(text(app, &["status", "health", "status"]).unwrap_or_default()),
+        SyncStatus::parse(app.status.sync.status.as_deref().unwrap_or_default()),
+        Health::parse(app.status.health.status.as_deref().unwrap_or_default()),
     )
 }
 
-pub(crate) fn application_view(object: &DynamicObject) -> ApplicationView {
-    let app = &object.data;
-    let operation = app
-        .get("status")
-        .and_then(|s| s.get("operationState"))
-        .map(|op| OperationView {
-            phase: text(op, &["phase"]).unwrap_or("Unknown").to_string(),
-            message: text(op, &["message"]).map(str::to_string),
-            started_at: text(op, &["startedAt"]).map(str::to_string),
-            finished_at: text(op, &["finishedAt"]).map(str::to_string),
-        });
+pub(crate) fn application_view(app: &Application) -> ApplicationView {
+    let status = &app.status;
+    let operation = status.operation_state.as_ref().map(|op| OperationView {
+        phase: op.phase.clone().unwrap_or_else(|| "Unknown".into()),
+        message: op.message.clone(),
+        started_at: op.started_at.clone(),
+        finished_at: op.finished_at.clone(),
+    });
     let (sync, health) = standing(app);
     ApplicationView {
-        name: name_of(object),
+        name: app.name(),
         sync,
-        revision: text(app, &["status", "sync", "revision"]).map(str::to_string),
+        revision: status.sync.revision.clone(),
         health,
-        health_message: text(app, &["status", "health", "message"]).map(str::to_string),
+        health_message: status.health.message.clone(),
         operation,
-        external_urls: list(app, &["status", "summary", "externalURLs"])
-            .iter()
-            .filter_map(Value::as_str)
-            .map(str::to_string)
-            .collect(),
-        reconciled_at: text(app, &["status", "reconciledAt"]).map(str::to_string),
+        external_urls: status.summary.external_urls.clone(),
+        reconciled_at: status.reconciled_at.clone(),
     }
 }
 
 /// The version that ran before the current one: the newest history entry with another revision.
-pub fn previous_version(app: &Value) -> Option<String> {
-    let history = list(app, &["status", "history"]);
-    let current = history.last().and_then(|h| text(h, &["revision"]))?;
+pub fn previous_version(app: &Application) -> Option<String> {
+    let history = &app.status.history;
+    let current = history.last().and_then(|h| h.revision.as_deref())?;
     history
         .iter()
         .rev()
-        .filter_map(|h| text(h, &["revision"]))
+        .filter_map(|h| h.revision.as_deref())
         .find(|revision| *revision != current)
         .map(short)
 }
@@ -206,11 +200,11 @@ pub struct Deploy<'a> {
 
 /// The deploys in an Application's `status.history`, oldest first; re-syncs of the same revision are not
 /// deploys.
-pub fn deploys(app: &Value) -> Vec<Deploy<'_>> {
+pub fn deploys(app: &Application) -> Vec<Deploy<'_>> {
     let mut deploys = Vec::new();
     let mut before: Option<&str> = None;
-    for entry in list(app, &["status", "history"]) {
-        let (Some(revision), Some(at)) = (text(entry, &["revision"]), text(entry, &["deployedAt"]))
+    for entry in &app.status.history {
+        let (Some(revision), Some(at)) = (entry.revision.as_deref(), entry.deployed_at.as_deref())
         else {
             continue;
         };
@@ -229,7 +223,7 @@ pub fn deploys(app: &Value) -> Vec<Deploy<'_>> {
 
 /// The deploys Argo CD remembers for a service's Application (`status.history`), oldest first, as
 /// activity: what the Overview's feed starts with, so it is not empty until something happens.
-pub fn deploy_history(app: &Value, service: &str, environment: &str) -> Vec<ActivityItem> {
+pub fn deploy_history(app: &Application, service: &str, environment: &str) -> Vec<ActivityItem> {
     deploys(app)
         .into_iter()
         .map(|deploy| ActivityItem {
@@ -582,17 +576,17 @@ fn event_views(events: &[&Event]) -> Vec<EventView> {
 }
 
 /// The Argo CD cluster an Application deploys to, by name (`spec.destination.name`).
-fn destination_name(application: &DynamicObject) -> Option<&str> {
-    text(&application.data, &["spec", "destination", "name"])
+fn destination_name(application: &Application) -> Option<&str> {
+    application.spec.destination_name.as_deref()
 }
 
 /// The Application of `applications` deploying to `cluster`: the one naming it as its destination, or, when
 /// the environment has this one cluster, the only one there is.
 fn application_on<'a>(
     cluster: &str,
-    applications: &[&'a DynamicObject],
+    applications: &[&'a Application],
     only_cluster: bool,
-) -> Option<&'a DynamicObject> {
+) -> Option<&'a Application> {
     applications
         .iter()
         .find(|a| destination_name(a) == Some(cluster))
@@ -602,12 +596,12 @@ fn application_on<'a>(
 
 /// The Application a card shows (its operation, history and links): with several clusters, the one standing
 /// worst, so a failing region is what the card opens on.
-pub fn shown_application<'a>(applications: &[&'a DynamicObject]) -> Option<&'a DynamicObject> {
+pub fn shown_application<'a>(applications: &[&'a Application]) -> Option<&'a Application> {
     applications
         .iter()
         .rev()
         .max_by_key(|a| {
-            let (sync, health) = standing(&a.data);
+            let (sync, health) = standing(a);
             (health.severity(), sync.severity())
         })
         .copied()
@@ -617,12 +611,12 @@ pub fn shown_application<'a>(applications: &[&'a DynamicObject]) -> Option<&'a D
 fn cluster_view(
     cluster: &ClusterInput<'_>,
     pods: &[PodView],
-    applications: &[&DynamicObject],
+    applications: &[&Application],
     only_cluster: bool,
 ) -> ClusterView {
     let here: Vec<&PodView> = pods.iter().filter(|p| p.cluster == cluster.name).collect();
     let application = application_on(cluster.name, applications, only_cluster);
-    let (sync, health) = application.map(|a| standing(&a.data)).unwrap_or_default();
+    let (sync, health) = application.map(standing).unwrap_or_default();
     ClusterView {
         name: cluster.name.to_string(),
         unreachable_since: cluster.unreachable_since.clone(),
@@ -682,7 +676,7 @@ pub fn card(inputs: CardInputs<'_>) -> DeploymentCard {
         clusters,
         release: inputs.release.map(release_view),
         running_version: running_version(&pods),
-        previous_version: application.and_then(|a| previous_version(&a.data)),
+        previous_version: application.and_then(previous_version),
         changes: inputs.changes,
         application: application.map(application_view),
         rollout: inputs.rollout.map(rollout_view),
@@ -813,8 +807,8 @@ mod tests {
     }
 
     /// payments' Application on `cluster`, as an ApplicationSet's cluster generator writes it.
-    fn application_on_cluster(cluster: &str, sync: &str, health: &str) -> DynamicObject {
-        object(json!({
+    fn application_on_cluster(cluster: &str, sync: &str, health: &str) -> Application {
+        application(json!({
             "apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
             "metadata": {"name": format!("payments-{cluster}"), "namespace": "argocd"},
             "spec": {"destination": {"name": cluster, "namespace": "payments"}},
@@ -1096,7 +1090,7 @@ mod tests {
             {"id": 3, "revision": "bbbbbbb222", "deployedAt": "2026-11-03T10:00:00Z"},
             {"id": 4, "deployedAt": "2026-11-04T10:00:00Z"},
         ]}});
-        let items = deploy_history(&app, "cart", "prod");
+        let items = deploy_history(&application(app), "cart", "prod");
         let messages: Vec<&str> = items.iter().map(|i| i.message.as_str()).collect();
         assert_eq!(
             messages,
@@ -1104,14 +1098,21 @@ mod tests {
         );
         assert_eq!(items[1].at, "2026-11-03T10:00:00Z");
         assert_eq!(items[1].kind, ActivityKind::Deploy);
-        assert!(deploy_history(&json!({}), "cart", "prod").is_empty());
+        assert!(deploy_history(&Application::default(), "cart", "prod").is_empty());
     }
 
     #[test]
     fn the_previous_version_is_the_last_other_revision_in_history() {
         let app = json!({"status": {"history": [
             {"revision": "aaaaaaaaaa"}, {"revision": "bbbbbbbbbb"}, {"revision": "bbbbbbbbbb"}]}});
-        assert_eq!(previous_version(&app).as_deref(), Some("aaaaaaa"));
+        assert_eq!(
+            previous_version(&application(app)).as_deref(),
+            Some("aaaaaaa")
+        );
+    }
+
+    fn application(value: Value) -> Application {
+        serde_json::from_value(value).expect("an Application")
     }
 
     fn deployment(value: Value) -> Deployment {

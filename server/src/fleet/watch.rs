@@ -20,6 +20,7 @@ use shared::crd::{Component, Database, DatabaseSchema, Release};
 use shared::fleet::{FleetEvent, SourceState, SourceStatus};
 use tokio::sync::{broadcast, mpsc};
 
+use super::application::Application;
 use super::cards::CLAIM_NAMESPACE_LABEL;
 use super::external_secret::ExternalSecret;
 use super::pod::Pod;
@@ -156,10 +157,9 @@ pub fn start(
             },
         ),
         applications: {
-            let ar = watched::APPLICATIONS.api_resource();
             spawn_listing(
-                checked(Cluster::Management, Api::all_with(m.clone(), &ar)),
-                ar,
+                checked(Cluster::Management, Api::<Application>::all(m.clone())),
+                (),
                 watcher::Config::default(),
                 trim_application,
                 management.clone(),
@@ -168,7 +168,7 @@ pub fn start(
                     let service = by_label(label.clone());
                     // A service's deploy marks its service; one of the platform's own marks the platform
                     // (and, for a platform resource's, the services showing that resource).
-                    move |app: &DynamicObject| {
+                    move |app: &Application| {
                         service(app).map(Dirty::Service).or_else(|| {
                             crate::platform::is_platform_application(app)
                                 .then(|| Dirty::Platform(crate::platform::resource_of(app)))
@@ -177,7 +177,7 @@ pub fn start(
                 },
                 {
                     let service = by_label(label.clone());
-                    move |app: &DynamicObject| {
+                    move |app: &Application| {
                         if let Some(service) = service(app) {
                             first_lists.application_listed(service);
                         }
@@ -363,7 +363,7 @@ enum Readiness {
     /// The API server answers but is not ready (its etcd lost, say): its open watches go silent rather than
     /// fail, so without this the cards would show the last picture as if it were current.
     NotReady(String),
-    /// No answer: the watches fail by themselves and say so.
+    /// No whole answer in time: refused, timed out or cut short.
     Unanswered,
 }
 
@@ -413,7 +413,12 @@ fn spawn_recovery_probe(source: SourceHandle, client: Client) {
             .await;
             match readiness(&client).await {
                 Readiness::Ready if source.is_unreachable() => source.recovered(),
-                Readiness::Ready | Readiness::Unanswered => {}
+                Readiness::Ready => {}
+                // Usually the watches fail too and say so; but a watch cut short is a normal end to kube
+                // (it watches again, no error), so answers cut midway would otherwise never be reported.
+                Readiness::Unanswered => {
+                    source.failed(probe, "the API server did not answer its readiness check");
+                }
                 Readiness::NotReady(reason) => {
                     tracing::warn!(cluster = %source.cluster, %reason, "cluster not ready");
                     source.failed(probe, &reason);
@@ -495,31 +500,6 @@ fn trim_pod(pod: &mut Pod) {
     metadata.generate_name = None;
 }
 
-/// `data` with only the values at `pointers` (JSON pointers), each where it was; absent ones stay absent.
-fn only(data: &mut serde_json::Value, pointers: &[&str]) -> serde_json::Value {
-    let mut kept = serde_json::Value::Object(serde_json::Map::new());
-    for pointer in pointers {
-        let Some(value) = data.pointer_mut(pointer).map(serde_json::Value::take) else {
-            continue;
-        };
-        let mut at = &mut kept;
-        let mut keys = pointer.split('/').skip(1).peekable();
-        while let Some(key) = keys.next() {
-            let Some(object) = at.as_object_mut() else {
-                break;
-            };
-            if keys.peek().is_none() {
-                object.insert(key.to_string(), value);
-                break;
-            }
-            at = object
-                .entry(key)
-                .or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()));
-        }
-    }
-    kept
-}
-
 /// Drops kubectl's `last-applied-configuration`, which repeats the whole object (and the Config tab hides).
 fn trim_last_applied<K: Resource>(object: &mut K) {
     let metadata = object.meta_mut();
@@ -534,79 +514,18 @@ fn trim_last_applied<K: Resource>(object: &mut K) {
 /// kubectl's copy of what it applied.
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
-/// Keeps what the cards, the Platform page and the Config tab read from an Argo CD Application: its spec
-/// (the Config tab shows it) and of its status the sync and health, the summary's URLs, conditions, each
-/// history entry's revision and time, the last operation's phase, times, message and per-resource messages,
-/// and the CRDs among its resources (which Application installs which kind). The rest of the status repeats
-/// the source in every history entry, the operation and the comparison, and lists every managed resource
-/// twice.
-fn trim_application(application: &mut DynamicObject) {
+/// Drops what no view of an Argo CD Application reads. [`Application`] itself keeps only the spec (the
+/// Config tab shows it) and of the status the sync and health, the summary's URLs, conditions, each history
+/// entry's revision and time, the last operation's phase, times, message and per-resource messages, and its
+/// resources' kinds and names; the rest of the status repeats the source in every history entry, the
+/// operation and the comparison. Of the resources, only the CRDs are kept (which Application installs which
+/// kind): an Application lists every resource it manages.
+fn trim_application(application: &mut Application) {
     trim_last_applied(application);
-    let Some(status) = application.data.get_mut("status") else {
-        return;
-    };
-    let mut kept = only(
-        status,
-        &[
-            "/sync/status",
-            "/sync/revision",
-            "/health/status",
-            "/health/message",
-            "/summary/externalURLs",
-            "/reconciledAt",
-            "/conditions",
-            "/operationState/phase",
-            "/operationState/message",
-            "/operationState/startedAt",
-            "/operationState/finishedAt",
-        ],
-    );
-    let entries = |status: &mut serde_json::Value, pointer: &str, keys: &[&str]| {
-        let entries = status
-            .pointer_mut(pointer)
-            .and_then(serde_json::Value::as_array_mut)
-            .map(std::mem::take)
-            .unwrap_or_default();
-        entries
-            .into_iter()
-            .filter_map(|mut entry| {
-                let object = entry.as_object_mut()?;
-                object.retain(|key, _| keys.contains(&key.as_str()));
-                Some(entry)
-            })
-            .collect::<Vec<_>>()
-    };
-    let history = entries(status, "/history", &["revision", "deployedAt"]);
-    let results = entries(
-        status,
-        "/operationState/syncResult/resources",
-        &["kind", "name", "message"],
-    );
-    let crds: Vec<serde_json::Value> = entries(status, "/resources", &["kind", "name"])
-        .into_iter()
-        .filter(|r| {
-            r.get("kind").and_then(serde_json::Value::as_str) == Some("CustomResourceDefinition")
-        })
-        .collect();
-    if let Some(object) = kept.as_object_mut() {
-        if status.get("history").is_some() {
-            object.insert("history".into(), history.into());
-        }
-        if !results.is_empty()
-            && let Some(operation) = object
-                .get_mut("operationState")
-                .and_then(serde_json::Value::as_object_mut)
-        {
-            operation.insert(
-                "syncResult".into(),
-                serde_json::json!({ "resources": results }),
-            );
-        }
-        if !crds.is_empty() {
-            object.insert("resources".into(), crds.into());
-        }
-    }
-    *status = kept;
+    application
+        .status
+        .resources
+        .retain(|resource| resource.kind == "CustomResourceDefinition");
 }
 
 /// Keeps a Rollout's name, namespace and labels. What a card reads besides (its canary steps and replicas, and
@@ -1256,14 +1175,14 @@ mod tests {
     }
 
     /// An Argo CD Application as Argo CD writes it, everything the status carries.
-    fn full_application() -> DynamicObject {
+    fn full_application() -> serde_json::Value {
         let source = |revision: &str| {
             serde_json::json!({
                 "repoURL": "https://git.example/acme/payments", "path": "chart", "targetRevision": revision,
                 "helm": {"releaseName": "payments", "valueFiles": ["values-prod.yaml"]},
             })
         };
-        serde_json::from_value(serde_json::json!({
+        serde_json::json!({
             "apiVersion": "argoproj.io/v1alpha1",
             "kind": "Application",
             "metadata": {
@@ -1315,28 +1234,29 @@ mod tests {
                 ],
                 "summary": {"externalURLs": ["https://payments.acme.example"], "images": ["payments:bbbbbbb"]},
             },
-        }))
-        .expect("an application")
+        })
     }
 
     #[test]
     fn an_application_keeps_exactly_what_cards_and_the_platform_page_read() {
-        let full = full_application();
+        // Read as the watch reads it: into `fleet::application::Application`, which takes only what is read.
+        let sent = full_application();
+        let full: Application = serde_json::from_value(sent.clone()).expect("an application");
         let mut trimmed = full.clone();
         trim_application(&mut trimmed);
-        let installers = |app: &DynamicObject| crate::platform::Installers::of([app]);
+        let installers = |app: &Application| crate::platform::Installers::of([app]);
         // Everything read from it reads the same.
         assert_eq!(
             super::super::cards::application_view(&trimmed),
             super::super::cards::application_view(&full)
         );
         assert_eq!(
-            super::super::cards::previous_version(&trimmed.data),
-            super::super::cards::previous_version(&full.data)
+            super::super::cards::previous_version(&trimmed),
+            super::super::cards::previous_version(&full)
         );
         assert_eq!(
-            super::super::cards::deploys(&trimmed.data),
-            super::super::cards::deploys(&full.data)
+            super::super::cards::deploys(&trimmed),
+            super::super::cards::deploys(&full)
         );
         assert_eq!(
             installers(&trimmed).waiting(&trimmed),
@@ -1350,7 +1270,7 @@ mod tests {
         );
         // And nothing else is kept of the status.
         assert_eq!(
-            trimmed.data["status"],
+            serde_json::to_value(&trimmed.status).expect("json"),
             serde_json::json!({
                 "reconciledAt": "2025-05-01T10:00:00Z",
                 "sync": {"status": "OutOfSync", "revision": "bbbbbbb"},
@@ -1373,7 +1293,7 @@ mod tests {
             })
         );
         // The spec, labels, owner and other annotations stay: the Config tab and the `/config` page show them.
-        assert_eq!(trimmed.data["spec"], full.data["spec"]);
+        assert_eq!(trimmed.spec.to_value(), sent["spec"]);
         assert_eq!(
             trimmed.metadata.owner_references,
             full.metadata.owner_references
@@ -1530,15 +1450,6 @@ mod tests {
         );
         assert_eq!(secret.spec, full.spec);
         assert!(secret.to_dynamic().data["status"].get("binding").is_none());
-    }
-
-    #[test]
-    fn only_keeps_the_values_at_the_pointers_where_they_were() {
-        let mut data = serde_json::json!({"a": {"b": 1, "c": [2]}, "d": "e"});
-        assert_eq!(
-            only(&mut data, &["/a/c", "/d", "/x/y"]),
-            serde_json::json!({"a": {"c": [2]}, "d": "e"})
-        );
     }
 
     #[test]
