@@ -5,6 +5,8 @@
 pub mod apiserver;
 /// A fake Argo CD API server over the management cluster's Applications.
 pub mod argocd;
+/// A fault-injecting reverse proxy to put in front of any upstream: down, slow, 500, truncated, 410, rate limited.
+pub mod faults;
 pub mod fixtures;
 /// The GitHub-compatible forge serving the git repositories: App auth, contents, git data, pulls, checks, OAuth.
 pub mod forge;

@@ -180,6 +180,26 @@ impl Error {
                     format!("{upstream} did not answer as expected; try again."),
                 ),
             ),
+            Error::Forge { source, .. } | Error::Incomplete { source, .. }
+                if let Some(seconds) = rate_limit_seconds(source) =>
+            {
+                (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    ApiError::new(
+                        ErrorCode::Unavailable,
+                        match self {
+                            Error::Incomplete { branch, .. } => format!(
+                                "The change is pushed to branch {branch}, but GitHub's rate limit for Tower is \
+                                 spent. Submit again in {seconds} s: it finishes the same pull request."
+                            ),
+                            _ => format!(
+                                "GitHub's rate limit for Tower is spent, so nothing was written. Try again in \
+                                 {seconds} s."
+                            ),
+                        },
+                    ),
+                )
+            }
             Error::Forge { step, .. } => (
                 StatusCode::BAD_GATEWAY,
                 ApiError::new(
@@ -232,6 +252,16 @@ pub(crate) fn cause_chain(error: &dyn std::error::Error) -> String {
     chain
 }
 
+/// Whole seconds until GitHub lets Tower send again, when `error` is its rate limit (at least 1).
+fn rate_limit_seconds(error: &GithubError) -> Option<u64> {
+    match error {
+        GithubError::RateLimited { retry_in } => {
+            Some((retry_in.as_secs() + u64::from(retry_in.subsec_nanos() > 0)).max(1))
+        }
+        _ => None,
+    }
+}
+
 impl IntoResponse for Error {
     fn into_response(self) -> Response {
         let (status, mut body) = self.status_and_body();
@@ -240,6 +270,9 @@ impl IntoResponse for Error {
         let retry_after = match &self {
             Error::Loading(_) => Some(1),
             Error::TooManyRequests { retry_after_secs } => Some(*retry_after_secs),
+            Error::Forge { source, .. } | Error::Incomplete { source, .. } => {
+                rate_limit_seconds(source)
+            }
             _ => None,
         };
         if status.is_server_error() && !loading {

@@ -606,7 +606,7 @@ where
         ..config.any_semantic()
     };
     let stream = watcher(api, config)
-        .default_backoff()
+        .backoff(SpacedBackoff::default())
         // Nobody reads managed fields, and they are a large share of each object.
         .modify(move |object: &mut K| {
             object.meta_mut().managed_fields = None;
@@ -661,6 +661,13 @@ where
                     source.forbidden(watch_id, is_forbidden(&error));
                     source.healthy(watch_id, SourceState::Connected);
                 }
+                // The API server no longer holds the history this watch resumes from (`410 Expired` inside
+                // the stream, after a compaction or a watcher falling behind): the watcher lists again. The
+                // cluster answers; what is shown may be behind until the list completes.
+                Err(watcher::Error::WatchError(status)) if status.code == 410 => {
+                    tracing::info!(cluster = %source.cluster, kind = %kind, "watch expired; relisting");
+                    source.healthy(watch_id, SourceState::Relisting);
+                }
                 Err(error) => {
                     tracing::warn!(cluster = %source.cluster, %error, "watch failed; retrying with backoff");
                     source.failed(watch_id, &error.to_string());
@@ -669,6 +676,28 @@ where
         }
     });
     reader
+}
+
+/// kube's default watcher backoff (800 ms doubling to 30 s, jittered, started over once two minutes pass
+/// without a retry), except that an event does not start it over. kube's stream resets its backoff on every
+/// `Ok`, and a retry's list yields events before the watch that fails again: an API server answering every
+/// watch with `410 Expired`, or a kind not served whose every retry starts with `Init`, had each watch
+/// relist (or retry) about every second for as long as it lasted. Now those retries space out like any
+/// other failure's.
+#[derive(Default)]
+struct SpacedBackoff(watcher::DefaultBackoff);
+
+impl Iterator for SpacedBackoff {
+    type Item = std::time::Duration;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.next()
+    }
+}
+
+impl kube::runtime::utils::Backoff for SpacedBackoff {
+    /// Left to the inner backoff's own timer: two quiet minutes start it over.
+    fn reset(&mut self) {}
 }
 
 /// The service an object belongs to by its component `label`.

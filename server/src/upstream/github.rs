@@ -53,6 +53,12 @@ pub enum GithubError {
     /// An answer did not have the documented shape.
     #[error("GitHub answered {0} in an unexpected shape")]
     Shape(&'static str),
+    /// GitHub said the App's rate limit is spent and when to come back; nothing is sent until then.
+    #[error("GitHub's rate limit is spent; the next request may go in {} s", .retry_in.as_secs())]
+    RateLimited {
+        /// How long until GitHub said requests may resume.
+        retry_in: Duration,
+    },
 }
 
 impl GithubError {
@@ -102,6 +108,45 @@ struct Inner {
     sent: AtomicU64,
     /// Conditional requests GitHub answered `304 Not Modified`.
     not_modified: AtomicU64,
+    /// Until when GitHub asked for no more requests (its rate limit spent): every request before then fails
+    /// at once without being sent, so no background loop or retry comes back sooner than GitHub said.
+    paused_until: std::sync::Mutex<Option<std::time::Instant>>,
+}
+
+/// The longest pause a rate-limit answer is taken to ask for, whatever its headers say (a clock far off
+/// GitHub's should not silence Tower for a day).
+const LONGEST_PAUSE: Duration = Duration::from_secs(3600);
+
+/// How long GitHub asks to wait after a secondary rate limit that names no time ("wait at least one minute").
+const SECONDARY_LIMIT_PAUSE: Duration = Duration::from_secs(60);
+
+/// How long GitHub's answer asks Tower to send nothing: a `403` or `429` whose headers say the rate limit is
+/// spent (`retry-after`, else `x-ratelimit-remaining: 0` until `x-ratelimit-reset`), as GitHub documents.
+/// `None` for any other answer, a `403` for a missing permission included.
+fn rate_limit_pause(status: http::StatusCode, headers: &http::HeaderMap) -> Option<Duration> {
+    if status != http::StatusCode::FORBIDDEN && status != http::StatusCode::TOO_MANY_REQUESTS {
+        return None;
+    }
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
+    let pause = if let Some(seconds) = header("retry-after").and_then(|v| v.parse::<u64>().ok()) {
+        Duration::from_secs(seconds)
+    } else if header("x-ratelimit-remaining") == Some("0") {
+        let reset = header("x-ratelimit-reset").and_then(|v| v.parse::<i64>().ok())?;
+        let seconds = reset
+            .saturating_sub(jiff::Timestamp::now().as_second())
+            .max(1);
+        Duration::from_secs(u64::try_from(seconds).unwrap_or(1))
+    } else if status == http::StatusCode::TOO_MANY_REQUESTS {
+        SECONDARY_LIMIT_PAUSE
+    } else {
+        return None;
+    };
+    Some(pause.min(LONGEST_PAUSE))
 }
 
 /// How many requests an App client has sent, for tests, benchmarks and logs.
@@ -146,6 +191,24 @@ fn counted_error<T, E>(result: Result<T, E>) -> Result<T, E> {
         upstream_request(Upstream::Github, Outcome::Error);
     }
     result
+}
+
+/// Sends `$request` (one of octocrab's raw calls) and reads its answer whole: the rate-limit headers noted on
+/// `$app`, an error status turned into octocrab's error, the body parsed into the type asked for. A macro, as
+/// octocrab's raw body type is not nameable without another dependency.
+macro_rules! answered {
+    ($app:expr, $answer:ty, $request:expr) => {{
+        let answer: octocrab::Result<$answer> = async {
+            let response = $request.await?;
+            $app.note_rate_limit(response.status(), response.headers());
+            <$answer as octocrab::FromResponse>::from_response(
+                octocrab::map_github_error(response).await?,
+            )
+            .await
+        }
+        .await;
+        answer
+    }};
 }
 
 /// The App's installation client; cheap to clone (clones share the token cache).
@@ -207,6 +270,7 @@ impl GithubApp {
                 token: Mutex::new(None),
                 sent: AtomicU64::new(0),
                 not_modified: AtomicU64::new(0),
+                paused_until: std::sync::Mutex::new(None),
             }),
         })
     }
@@ -221,6 +285,49 @@ impl GithubApp {
 
     fn count_sent(&self) {
         self.inner.sent.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Fails while GitHub's last rate-limit answer asks for quiet, before anything is sent.
+    fn unless_paused(&self) -> Result<()> {
+        let paused_until = *self
+            .inner
+            .paused_until
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match paused_until {
+            Some(until) if until > std::time::Instant::now() => Err(GithubError::RateLimited {
+                retry_in: until - std::time::Instant::now(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// `error` as the rate limit when GitHub's answer (the one that failed, or another's meanwhile) said it is
+    /// spent, so the user hears when to come back rather than that the forge failed.
+    fn limited_or(&self, error: octocrab::Error) -> GithubError {
+        match self.unless_paused() {
+            Err(limited) => limited,
+            Ok(()) => error.into(),
+        }
+    }
+
+    /// Reads an answer's rate-limit headers: the remaining budget for Tower's metrics, and a pause when
+    /// GitHub says the limit is spent.
+    fn note_rate_limit(&self, status: http::StatusCode, headers: &http::HeaderMap) {
+        crate::telemetry::github_rate_limit(headers);
+        if let Some(pause) = rate_limit_pause(status, headers) {
+            tracing::warn!(
+                seconds = pause.as_secs(),
+                "GitHub's rate limit is spent; sending nothing until it says"
+            );
+            let until = std::time::Instant::now() + pause;
+            let mut paused_until = self
+                .inner
+                .paused_until
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            *paused_until = Some(paused_until.map_or(until, |earlier| earlier.max(until)));
+        }
     }
 
     /// The API base this client talks to, e.g. `https://api.github.com/`.
@@ -250,21 +357,20 @@ impl GithubApp {
         {
             return Ok(current.client.clone());
         }
+        self.unless_paused()?;
         let app = client_with(&self.inner.api_url, self.app_jwt()?)?;
         self.count_sent();
+        let route = api_path([
+            Segment("app"),
+            Segment("installations"),
+            Segment(&self.inner.installation_id.to_string()),
+            Segment("access_tokens"),
+        ]);
         let minted: AccessToken = counted(
             Upstream::Github,
-            app.post(
-                api_path([
-                    Segment("app"),
-                    Segment("installations"),
-                    Segment(&self.inner.installation_id.to_string()),
-                    Segment("access_tokens"),
-                ]),
-                None::<&()>,
-            )
-            .await,
-        )?;
+            answered!(self, AccessToken, app._post(route, None::<&()>)),
+        )
+        .map_err(|error| self.limited_or(error))?;
         let expires_at: jiff::Timestamp = minted
             .expires_at
             .parse()
@@ -279,21 +385,22 @@ impl GithubApp {
     }
 
     async fn get<T: serde::de::DeserializeOwned>(&self, route: String) -> Result<T> {
+        self.unless_paused()?;
         let client = self.client().await?;
         self.count_sent();
-        Ok(counted(
-            Upstream::Github,
-            client.get(route, None::<&()>).await,
-        )?)
+        counted(Upstream::Github, answered!(self, T, client._get(route)))
+            .map_err(|error| self.limited_or(error))
     }
 
     async fn post<T: serde::de::DeserializeOwned>(&self, route: String, body: &Value) -> Result<T> {
+        self.unless_paused()?;
         let client = self.client().await?;
         self.count_sent();
-        Ok(counted(
+        counted(
             Upstream::Github,
-            client.post(route, Some(body)).await,
-        )?)
+            answered!(self, T, client._post(route, Some(body))),
+        )
+        .map_err(|error| self.limited_or(error))
     }
 
     async fn patch<T: serde::de::DeserializeOwned>(
@@ -301,12 +408,14 @@ impl GithubApp {
         route: String,
         body: &Value,
     ) -> Result<T> {
+        self.unless_paused()?;
         let client = self.client().await?;
         self.count_sent();
-        Ok(counted(
+        counted(
             Upstream::Github,
-            client.patch(route, Some(body)).await,
-        )?)
+            answered!(self, T, client._patch(route, Some(body))),
+        )
+        .map_err(|error| self.limited_or(error))
     }
 
     /// `GET route` (relative to the API base) with `If-None-Match: etag` when one is given: `NotModified`
@@ -316,6 +425,7 @@ impl GithubApp {
         route: &str,
         etag: Option<&str>,
     ) -> Result<Conditional<Value>> {
+        self.unless_paused()?;
         let client = self.client().await?;
         let mut headers = http::HeaderMap::new();
         if let Some(value) = etag.and_then(|e| http::HeaderValue::from_str(e).ok()) {
@@ -327,8 +437,7 @@ impl GithubApp {
                 ._get_with_headers(route.to_string(), Some(headers))
                 .await,
         )?;
-        // The one read whose headers octocrab hands back: GitHub's remaining budget is read here.
-        crate::telemetry::github_rate_limit(response.headers());
+        self.note_rate_limit(response.status(), response.headers());
         if response.status() == http::StatusCode::NOT_MODIFIED {
             self.inner.not_modified.fetch_add(1, Ordering::Relaxed);
             upstream_request(Upstream::Github, Outcome::NotModified);

@@ -8,6 +8,7 @@ mod config;
 mod config_check;
 mod databases;
 mod delivery;
+mod faults;
 mod fleet;
 mod fuzz_api;
 mod logs;
