@@ -25,6 +25,8 @@ pub struct LogHistory {
     loki: Loki,
     /// Environment → the `cluster` labels of its workload clusters' streams.
     clusters: Arc<BTreeMap<String, Vec<String>>>,
+    /// Since when listing gone pods has failed, while it does (the log panel says so).
+    failing_since: Arc<std::sync::Mutex<Option<jiff::Timestamp>>>,
 }
 
 /// The pods of one namespace the store has lines of, with their containers.
@@ -39,6 +41,7 @@ impl LogHistory {
         Ok(Self {
             loki: Loki::new(config)?,
             clusters: Arc::new(clusters),
+            failing_since: Arc::default(),
         })
     }
 
@@ -113,6 +116,34 @@ impl LogHistory {
     /// The gone pods of `namespace` (those the store has that are not in `live`), newest first, at most
     /// [`GONE_PODS_LISTED`].
     pub async fn gone_pods(
+        &self,
+        environment: &str,
+        namespace: &str,
+        live: &BTreeSet<&str>,
+    ) -> Result<Vec<RecentPod>, LokiError> {
+        let answer = self.ask_gone_pods(environment, namespace, live).await;
+        let mut since = self
+            .failing_since
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match &answer {
+            Ok(_) => *since = None,
+            Err(_) => {
+                since.get_or_insert_with(jiff::Timestamp::now);
+            }
+        }
+        answer
+    }
+
+    /// Since when listing gone pods has failed, while it does.
+    pub fn failing_since(&self) -> Option<jiff::Timestamp> {
+        *self
+            .failing_since
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    async fn ask_gone_pods(
         &self,
         environment: &str,
         namespace: &str,

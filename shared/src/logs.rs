@@ -56,6 +56,9 @@ pub struct RecentPods {
     /// Whether the store could not be asked just now (the gone pods are then missing from `pods`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub store_unavailable: bool,
+    /// Since when the store has failed to answer (RFC 3339), while it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store_unavailable_since: Option<String>,
     /// The pods.
     pub pods: Vec<RecentPod>,
 }

@@ -283,9 +283,16 @@ fn LoadedLogPanel(
                         "Logs are live only: no log store is configured, so pods that are gone cannot be read."
                     </p>
                 }.into_any()),
-                Some(Ok(RecentPods { store_unavailable: true, .. })) => Some(view! {
+                Some(Ok(RecentPods { store_unavailable: true, store_unavailable_since, .. })) => Some(view! {
                     <p class="log-note muted" data-testid="log-store-unavailable">
-                        "The log store did not answer, so only running pods are offered."
+                        "The log store did not answer, so only running pods are offered. "
+                        {store_unavailable_since.map(|since| {
+                            let now = use_context::<crate::live::LiveFleet>().map(|live| live.now);
+                            move || match now {
+                                Some(now) => now.with(|now| shared::time::since(&since, now)),
+                                None => format!("since {since}"),
+                            }
+                        })}
                     </p>
                 }.into_any()),
                 _ => None,

@@ -78,6 +78,7 @@ async fn list_log_pods(
         return Ok(Json(RecentPods {
             store: false,
             store_unavailable: false,
+            store_unavailable_since: None,
             pods,
         }));
     };
@@ -95,6 +96,10 @@ async fn list_log_pods(
     Ok(Json(RecentPods {
         store: true,
         store_unavailable,
+        store_unavailable_since: history
+            .failing_since()
+            .filter(|_| store_unavailable)
+            .map(|since| since.to_string()),
         pods,
     }))
 }

@@ -888,6 +888,7 @@ async fn loki_case(case: &str, fault: Fault) {
     let (status, body) = gone_pod_tail(&app, case, PAGE_ANSWERS_WITHIN).await;
     assert_eq!(status, 400, "{case}: the store has no such pod: {body}");
 
+    let faulted_at = jiff::Timestamp::now();
     proxy.set(fault.clone());
     // Loki's client gives up after 10 s; a slow answer comes after SLOW.
     let limit = SLOW + PAGE_ANSWERS_WITHIN;
@@ -907,6 +908,22 @@ async fn loki_case(case: &str, fault: Fault) {
                 listed.store_unavailable,
                 "{case}: the panel says the store is unavailable"
             );
+            // …and since when: no earlier than the fault.
+            let since: jiff::Timestamp = listed
+                .store_unavailable_since
+                .as_deref()
+                .and_then(|since| since.parse().ok())
+                .unwrap_or_else(|| panic!("{case}: no since: {listed:?}"));
+            assert!(
+                since >= faulted_at,
+                "{case}: since {since}, fault at {faulted_at}"
+            );
+            // Asked again, the store still failing: the same moment, not the latest failure.
+            let again = log_pods(&app, case, limit).await;
+            assert_eq!(
+                again.store_unavailable_since, listed.store_unavailable_since,
+                "{case}"
+            );
             assert_eq!(status, 502, "{case}: {body}");
             assert_eq!(body["code"], "unavailable", "{case}: {body}");
             assert_eq!(
@@ -924,5 +941,6 @@ async fn loki_case(case: &str, fault: Fault) {
         (!listed.store_unavailable).then_some(listed)
     })
     .await;
-    assert!(recovered.is_some(), "{case}: the store never came back");
+    let recovered = recovered.unwrap_or_else(|| panic!("{case}: the store never came back"));
+    assert_eq!(recovered.store_unavailable_since, None, "{case}");
 }
