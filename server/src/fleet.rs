@@ -12,6 +12,7 @@ pub mod code;
 pub mod external_secret;
 pub mod pod;
 pub mod rollout;
+pub mod typed;
 pub mod watch;
 pub mod watched;
 

@@ -4,13 +4,12 @@
 //! source, each history entry, each sync result — each a whole B-tree node of about 600 bytes however few
 //! keys it held; with two Applications per service they were the largest cache of all.
 
-use std::borrow::Cow;
-
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{DynamicObject, TypeMeta};
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use kube::api::DynamicObject;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::typed::{self, ReadOut, SpecText};
 use super::watched::APPLICATIONS;
 
 /// An Application: metadata, its spec as sent, and the status Tower reads.
@@ -29,43 +28,29 @@ pub struct Application {
 
 /// An Application's spec: the JSON text as the API server sent it, and the destination, which every card
 /// reads.
+pub type ApplicationSpec = SpecText<Destination>;
+
+/// Where an Application deploys (`spec.destination`).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct ApplicationSpec {
+pub struct Destination {
     /// `destination.name`: the Argo CD cluster it deploys to, by name.
     pub destination_name: Option<String>,
     /// `destination.server`: the same by API server URL.
     pub destination_server: Option<String>,
-    /// The whole spec as compact JSON.
-    json: Box<str>,
 }
 
-impl ApplicationSpec {
-    /// The whole spec as JSON (`null` when there was none).
-    pub fn to_value(&self) -> Value {
-        serde_json::from_str(&self.json).unwrap_or(Value::Null)
-    }
-}
-
-impl<'de> Deserialize<'de> for ApplicationSpec {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let spec = Value::deserialize(deserializer)?;
+impl ReadOut for Destination {
+    fn read_out(spec: &Value) -> Self {
         let destination = |key: &str| {
             spec.get("destination")
                 .and_then(|d| d.get(key))
                 .and_then(Value::as_str)
                 .map(str::to_string)
         };
-        Ok(Self {
+        Self {
             destination_name: destination("name"),
             destination_server: destination("server"),
-            json: spec.to_string().into_boxed_str(),
-        })
-    }
-}
-
-impl Serialize for ApplicationSpec {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.to_value().serialize(serializer)
+        }
     }
 }
 
@@ -227,51 +212,18 @@ impl Application {
         self.metadata.name.clone().unwrap_or_default()
     }
 
-    /// As a `DynamicObject`, for the Config tab's read-only view of what runs (built per request, for one
-    /// service's few objects).
+    /// As a `DynamicObject`, for the Config tab.
     pub fn to_dynamic(&self) -> DynamicObject {
-        DynamicObject {
-            types: Some(TypeMeta {
-                api_version: format!("{}/{}", APPLICATIONS.group, APPLICATIONS.version),
-                kind: APPLICATIONS.kind.to_string(),
-            }),
-            metadata: self.metadata.clone(),
-            data: serde_json::json!({
-                "spec": self.spec.to_value(),
-                "status": self.status,
-            }),
-        }
+        typed::dynamic(
+            &APPLICATIONS,
+            &self.metadata,
+            self.spec.to_value(),
+            &self.status,
+        )
     }
 }
 
-impl kube::Resource for Application {
-    type DynamicType = ();
-    type Scope = k8s_openapi::NamespaceResourceScope;
-
-    fn kind((): &()) -> Cow<'_, str> {
-        APPLICATIONS.kind.into()
-    }
-
-    fn group((): &()) -> Cow<'_, str> {
-        APPLICATIONS.group.into()
-    }
-
-    fn version((): &()) -> Cow<'_, str> {
-        APPLICATIONS.version.into()
-    }
-
-    fn plural((): &()) -> Cow<'_, str> {
-        APPLICATIONS.resource.into()
-    }
-
-    fn meta(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
+typed::watched_resource!(Application, APPLICATIONS);
 
 #[cfg(test)]
 mod tests {

@@ -3,13 +3,12 @@
 //! status were a tree of about ten small maps, each a whole B-tree node of about 600 bytes however few keys
 //! it held; as text the spec costs its length.
 
-use std::borrow::Cow;
-
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{DynamicObject, TypeMeta};
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use kube::api::DynamicObject;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::typed::{self, ReadOut, SpecText};
 use super::watched::EXTERNAL_SECRETS;
 
 /// An ExternalSecret: its metadata, its spec as sent, and the status a card reads.
@@ -27,37 +26,23 @@ pub struct ExternalSecret {
 }
 
 /// An ExternalSecret's spec: the JSON text as the API server sent it, with the one field a card reads.
+pub type SecretSpec = SpecText<Refresh>;
+
+/// What a card reads of an ExternalSecret's spec.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct SecretSpec {
+pub struct Refresh {
     /// `refreshInterval` (`1h`, `15m`…), read for every card, so not parsed out of the text each time.
     pub refresh_interval: Option<String>,
-    /// The whole spec as compact JSON.
-    json: Box<str>,
 }
 
-impl SecretSpec {
-    /// The whole spec as JSON (`null` when there was none).
-    pub fn to_value(&self) -> Value {
-        serde_json::from_str(&self.json).unwrap_or(Value::Null)
-    }
-}
-
-impl<'de> Deserialize<'de> for SecretSpec {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let spec = Value::deserialize(deserializer)?;
-        Ok(Self {
+impl ReadOut for Refresh {
+    fn read_out(spec: &Value) -> Self {
+        Self {
             refresh_interval: spec
                 .get("refreshInterval")
                 .and_then(Value::as_str)
                 .map(str::to_string),
-            json: spec.to_string().into_boxed_str(),
-        })
-    }
-}
-
-impl Serialize for SecretSpec {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.to_value().serialize(serializer)
+        }
     }
 }
 
@@ -100,51 +85,18 @@ impl ExternalSecret {
         self.status.conditions.iter().find(|c| c.kind == kind)
     }
 
-    /// As a `DynamicObject`, for the Config tab's read-only view of what runs (built per request, for one
-    /// service's few objects).
+    /// As a `DynamicObject`, for the Config tab.
     pub fn to_dynamic(&self) -> DynamicObject {
-        DynamicObject {
-            types: Some(TypeMeta {
-                api_version: format!("{}/{}", EXTERNAL_SECRETS.group, EXTERNAL_SECRETS.version),
-                kind: EXTERNAL_SECRETS.kind.to_string(),
-            }),
-            metadata: self.metadata.clone(),
-            data: serde_json::json!({
-                "spec": self.spec.to_value(),
-                "status": self.status,
-            }),
-        }
+        typed::dynamic(
+            &EXTERNAL_SECRETS,
+            &self.metadata,
+            self.spec.to_value(),
+            &self.status,
+        )
     }
 }
 
-impl kube::Resource for ExternalSecret {
-    type DynamicType = ();
-    type Scope = k8s_openapi::NamespaceResourceScope;
-
-    fn kind((): &()) -> Cow<'_, str> {
-        EXTERNAL_SECRETS.kind.into()
-    }
-
-    fn group((): &()) -> Cow<'_, str> {
-        EXTERNAL_SECRETS.group.into()
-    }
-
-    fn version((): &()) -> Cow<'_, str> {
-        EXTERNAL_SECRETS.version.into()
-    }
-
-    fn plural((): &()) -> Cow<'_, str> {
-        EXTERNAL_SECRETS.resource.into()
-    }
-
-    fn meta(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
+typed::watched_resource!(ExternalSecret, EXTERNAL_SECRETS);
 
 #[cfg(test)]
 mod tests {

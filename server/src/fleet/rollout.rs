@@ -3,8 +3,6 @@
 //! canary step is one), and each map of a `serde_json::Value` costs a whole B-tree node, about 600 bytes,
 //! however few keys it holds.
 
-use std::borrow::Cow;
-
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -115,31 +113,4 @@ pub struct RolloutStatus {
     pub updated_replicas: Option<i64>,
 }
 
-impl kube::Resource for Rollout {
-    type DynamicType = ();
-    type Scope = k8s_openapi::NamespaceResourceScope;
-
-    fn kind((): &()) -> Cow<'_, str> {
-        ROLLOUTS.kind.into()
-    }
-
-    fn group((): &()) -> Cow<'_, str> {
-        ROLLOUTS.group.into()
-    }
-
-    fn version((): &()) -> Cow<'_, str> {
-        ROLLOUTS.version.into()
-    }
-
-    fn plural((): &()) -> Cow<'_, str> {
-        ROLLOUTS.resource.into()
-    }
-
-    fn meta(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
+super::typed::watched_resource!(Rollout, ROLLOUTS);
