@@ -5,6 +5,7 @@ use tracing_subscriber::EnvFilter;
 
 // mimalloc hands freed pages back to the system; glibc's malloc keeps them in per-thread arenas, so a
 // long-running Tower's (and sandbox's) RSS crept up with every burst of short-lived JSON.
+#[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -96,13 +96,18 @@ impl Pipelines {
         }
     }
 
-    /// Starts watching PipelineRuns and TaskRuns on `client`'s cluster, reporting the watches' state to
-    /// `source` (that cluster's connection, as the UI shows it).
+    /// Starts watching PipelineRuns and TaskRuns on `client`'s cluster once `after` completes, reporting the
+    /// watches' state to `source` (that cluster's connection, as the UI shows it).
+    ///
+    /// `serve` waits for the fleet's first picture: listed at the same time, the runs took CPU from the
+    /// lists the Overview waits for (Tower's and the API server's) and put the first picture off by seconds
+    /// at ten thousand services.
     pub fn start(
         client: Client,
         config: PipelinesConfig,
         component_label: String,
         source: Option<SourceHandle>,
+        after: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Self {
         let pipelines = Self::new(config, component_label, Some(client.clone()));
         let names = &pipelines.inner.names;
@@ -119,13 +124,24 @@ impl Pipelines {
             };
         let (runs, task_runs) = (checked(Cluster::Ci, runs), checked(Cluster::Ci, task_runs));
         // "Has the label": only the runs of services, not every run on a shared CI cluster.
-        let selector = watcher::Config::default().labels(&names.component);
-        tokio::spawn(
+        let selector =
+            crate::fleet::watch::listed_whole(watcher::Config::default().labels(&names.component));
+        let (watch_runs, watch_task_runs) = (
             pipelines
                 .clone()
                 .watch(runs, selector.clone(), source.clone()),
+            pipelines.clone().watch(task_runs, selector, source),
         );
-        tokio::spawn(pipelines.clone().watch(task_runs, selector, source));
+        let after = futures::FutureExt::shared(after);
+        let runs_after = after.clone();
+        tokio::spawn(async move {
+            runs_after.await;
+            watch_runs.await;
+        });
+        tokio::spawn(async move {
+            after.await;
+            watch_task_runs.await;
+        });
         pipelines
     }
 

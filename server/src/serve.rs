@@ -291,11 +291,15 @@ async fn build(
             dirty_tx.clone(),
         );
     }
+    let (fleet_pictured, pipelines_go) = tokio::sync::oneshot::channel::<()>();
     let pipelines = Pipelines::start(
         ci_client,
         config.pipelines.clone(),
         config.labels.component.clone(),
         sources.handle(&ci_cluster),
+        async move {
+            let _ = pipelines_go.await;
+        },
     );
     let watches = sources.clone();
     let fleet = FleetModel::start(
@@ -310,6 +314,15 @@ async fn build(
         dirty_tx,
         dirty_rx,
     );
+    {
+        // The runs list once the fleet's first picture is complete (see `Pipelines::start`), or after a
+        // minute: a fleet whose management cluster does not answer must not leave the runs unlisted.
+        let fleet = fleet.clone();
+        tokio::spawn(async move {
+            fleet.wait_until_ready(Duration::from_secs(60)).await;
+            let _ = fleet_pictured.send(());
+        });
+    }
 
     // Delivery shares the App client with the reads above, so one installation token serves both.
     let delivery = match (&github_app, &config.github) {

@@ -3,16 +3,21 @@
 //! computed without waiting on GitHub and handlers never call it.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use shared::fleet::CommitView;
-use tokio::sync::mpsc;
+use tokio::sync::{Semaphore, mpsc};
 
 use super::Dirty;
 use crate::upstream::github::GithubApp;
 
 /// Entries kept before the oldest are forgotten.
 const CAPACITY: usize = 20_000;
+/// Lookups sent to GitHub at once. The first picture asks for every service's at once; unbounded, ten
+/// thousand services opened thousands of connections (each a few KB of Tower's memory kept idle for 90 s),
+/// and GitHub allows no more than 100 concurrent requests before its secondary rate limit.
+const LOOKUPS_AT_ONCE: usize = 8;
 
 #[derive(Clone)]
 enum Entry<T> {
@@ -33,6 +38,7 @@ pub struct CodeCache {
     github: GithubApp,
     caches: Arc<Mutex<Caches>>,
     dirty: Arc<OnceLock<mpsc::UnboundedSender<Dirty>>>,
+    lookups: Arc<Semaphore>,
 }
 
 impl CodeCache {
@@ -42,7 +48,27 @@ impl CodeCache {
             github,
             caches: Arc::default(),
             dirty: Arc::default(),
+            lookups: Arc::new(Semaphore::new(LOOKUPS_AT_ONCE)),
         }
+    }
+
+    /// Runs `lookup` in the background once a lookup slot is free, stores what it found with `store`, and
+    /// says `service`'s cards can be completed.
+    fn fetch<T: Send + 'static>(
+        &self,
+        service: &str,
+        lookup: impl Future<Output = T> + Send + 'static,
+        store: impl FnOnce(&mut Caches, T) + Send + 'static,
+    ) {
+        let this = self.clone();
+        let service = service.to_string();
+        tokio::spawn(async move {
+            // The semaphore is never closed; without a permit the lookup still runs rather than never.
+            let _permit = this.lookups.acquire().await;
+            let found = lookup.await;
+            store(&mut this.lock(), found);
+            this.done(&service);
+        });
     }
 
     /// Where to say that a service's cards can now be completed.
@@ -82,18 +108,19 @@ impl CodeCache {
         }
         caches.changes.insert(key.clone(), Entry::Pending);
         drop(caches);
-        let this = self.clone();
-        let service = service.to_string();
-        tokio::spawn(async move {
-            let entry = match this.github.commits_between(&key.0, &key.1, &key.2).await {
+        let github = self.github.clone();
+        let (repository, base, head) = key.clone();
+        let lookup = async move {
+            match github.commits_between(&repository, &base, &head).await {
                 Ok(commits) => Entry::Ready(commits),
                 Err(error) => {
-                    tracing::warn!(repository = %key.0, %error, "could not compare versions");
+                    tracing::warn!(%repository, %error, "could not compare versions");
                     Entry::Failed
                 }
-            };
-            this.lock().changes.insert(key, entry);
-            this.done(&service);
+            }
+        };
+        self.fetch(service, lookup, move |caches, entry| {
+            caches.changes.insert(key, entry);
         });
         None
     }
@@ -117,18 +144,19 @@ impl CodeCache {
         }
         caches.migrations.insert(key.clone(), Entry::Pending);
         drop(caches);
-        let this = self.clone();
-        let service = service.to_string();
-        tokio::spawn(async move {
-            let entry = match this.github.migrations_at(&key.0, &key.1).await {
+        let github = self.github.clone();
+        let (repository, git_ref) = key.clone();
+        let lookup = async move {
+            match github.migrations_at(&repository, &git_ref).await {
                 Ok(files) => Entry::Ready(files),
                 Err(error) => {
-                    tracing::warn!(repository = %key.0, %error, "could not list migrations");
+                    tracing::warn!(%repository, %error, "could not list migrations");
                     Entry::Failed
                 }
-            };
-            this.lock().migrations.insert(key, entry);
-            this.done(&service);
+            }
+        };
+        self.fetch(service, lookup, move |caches, entry| {
+            caches.migrations.insert(key, entry);
         });
         None
     }

@@ -452,6 +452,29 @@ where
     )
 }
 
+/// Drops from every watched object's metadata what nobody reads: managed fields (a large share of each
+/// object), and the uid, resourceVersion and generateName (the watcher keeps its own place), each a string
+/// in every cached object, the first two again in the store's key of it.
+fn trim_meta(meta: &mut kube::api::ObjectMeta) {
+    meta.managed_fields = None;
+    meta.uid = None;
+    meta.resource_version = None;
+    meta.generate_name = None;
+}
+
+/// `config`, listing whole from the API server's watch cache (`resourceVersion=0`, as client-go's informers
+/// list) rather than in pages from etcd: a page's continue token expires once the server has moved on, and
+/// at ten thousand services a list of many pages outlived its token, failed with 410 Expired and started
+/// over, again and again (the first picture came after 77 s; the TaskRuns never listed under a profiler).
+/// The watch that follows brings anything newer. Without a page size: kube leaves `resourceVersion=0` out
+/// of a list that has a limit.
+pub fn listed_whole(config: watcher::Config) -> watcher::Config {
+    watcher::Config {
+        page_size: None,
+        ..config.any_semantic()
+    }
+}
+
 /// Drops what no card reads from a Deployment: the pod template (the pods themselves are watched) and the
 /// annotations (`last-applied-configuration` alone repeats the whole object).
 fn trim_deployment(deployment: &mut Deployment) {
@@ -497,7 +520,6 @@ fn trim_pod(pod: &mut Pod) {
     metadata.annotations = None;
     metadata.owner_references = None;
     metadata.finalizers = None;
-    metadata.generate_name = None;
 }
 
 /// Drops kubectl's `last-applied-configuration`, which repeats the whole object (and the Config tab hides).
@@ -596,20 +618,11 @@ where
     let reader = writer.as_reader();
     let watch_id = source.add_watch_of(&kind);
     source.add_cache(&kind, reader.clone());
-    // Listed whole from the API server's watch cache (`resourceVersion=0`, as client-go's informers list),
-    // not in pages from etcd: a page's continue token expires once the server has moved on, and at ten
-    // thousand services a list of many pages outlived its token, failed with 410 Expired and started over,
-    // again and again (the first picture came after 77 s). The watch that follows brings anything newer.
-    // Without a page size: kube leaves `resourceVersion=0` out of a list that has a limit.
-    let config = watcher::Config {
-        page_size: None,
-        ..config.any_semantic()
-    };
+    let config = listed_whole(config);
     let stream = watcher(api, config)
         .backoff(SpacedBackoff::default())
-        // Nobody reads managed fields, and they are a large share of each object.
         .modify(move |object: &mut K| {
-            object.meta_mut().managed_fields = None;
+            trim_meta(object.meta_mut());
             trim(object);
         })
         .reflect(writer);
@@ -1371,6 +1384,7 @@ mod tests {
             },
         }))
         .expect("a pod");
+        trim_meta(&mut pod.metadata);
         trim_pod(&mut pod);
         assert_eq!(
             super::super::cards::pod_view("prod", &pod),

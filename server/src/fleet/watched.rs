@@ -548,6 +548,7 @@ mod tests {
                 config,
                 "platform.tower.dev/component".into(),
                 None,
+                std::future::ready(()),
             );
         }
     }

@@ -149,7 +149,7 @@ impl Index {
     }
 
     /// A PipelineRun (re)listed or changed.
-    pub fn apply_run(&mut self, run: Run) -> Vec<Change> {
+    pub fn apply_run(&mut self, mut run: Run) -> Vec<Change> {
         let mut changes = Vec::new();
         let generation = self.run_generation;
         if let Some(existing) = self.runs.get(&run.id)
@@ -165,7 +165,8 @@ impl Index {
             *seen = generation;
             return changes;
         }
-        let (spec, spec_key) = match &run.spec {
+        // The run keeps its spec only through the shared copy: a copy of its own was one per run.
+        let (spec, spec_key) = match run.spec.take() {
             Some(spec) => {
                 let (spec, key) = self.intern(spec);
                 (Some(spec), key)
@@ -425,15 +426,15 @@ impl Index {
     }
 
     /// The shared copy of `spec` and its key.
-    fn intern(&mut self, spec: &PipelineSpecView) -> (Arc<PipelineSpecView>, String) {
-        let hash = spec_hash(spec);
+    fn intern(&mut self, spec: PipelineSpecView) -> (Arc<PipelineSpecView>, String) {
+        let hash = spec_hash(&spec);
         let key = format!("{hash:016x}");
         if let Some(shared) = self.specs.get(&hash).and_then(Weak::upgrade)
-            && *shared == *spec
+            && *shared == spec
         {
             return (shared, key);
         }
-        let shared = Arc::new(spec.clone());
+        let shared = Arc::new(spec);
         self.specs.insert(hash, Arc::downgrade(&shared));
         // Specs no run uses any more go now and then, not on every insert.
         if self.specs.len() > 2 * self.specs_swept_at.max(64) {

@@ -265,7 +265,7 @@ pub struct Run {
     pub params: Vec<ParamView>,
     /// The run's results.
     pub results: Vec<ResultView>,
-    /// `status.pipelineSpec`, converted (interned by the index).
+    /// `status.pipelineSpec`, converted; the index takes it out and keeps one shared copy per distinct spec.
     pub spec: Option<PipelineSpecView>,
     /// The TaskRuns it started.
     pub children: Vec<Child>,

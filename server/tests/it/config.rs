@@ -327,9 +327,20 @@ async fn a_file_the_validator_rejects_never_becomes_a_pull_request() {
 async fn the_config_page_lists_application_sets_with_what_they_generated_clusters_and_masked_settings()
  {
     let app = TestApp::start().await;
-    let (status, body) = app.get_json(&GetPlatformConfig::url()).await;
-    assert_eq!(status, 200, "{body}");
-    let config: PlatformConfig = serde_json::from_value(body).unwrap();
+    // The runs list once the fleet's first picture is complete; the CI cluster (management here) says it is
+    // relisting until they have.
+    let config = eventually(Duration::from_secs(10), || async {
+        let (status, body) = app.get_json(&GetPlatformConfig::url()).await;
+        assert_eq!(status, 200, "{body}");
+        let config: PlatformConfig = serde_json::from_value(body).unwrap();
+        let connected = config
+            .clusters
+            .iter()
+            .all(|c| c.state == SourceState::Connected);
+        connected.then_some(config)
+    })
+    .await
+    .expect("every cluster connected within 10 s");
 
     let catalog = config
         .application_sets

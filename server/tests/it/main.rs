@@ -275,7 +275,6 @@ impl TestApp {
     }
 }
 
-/// The whole body of a response as text.
 /// Asks `probe` every 100 ms until it answers something or `limit` passes.
 pub async fn eventually<T, Fut>(limit: Duration, mut probe: impl FnMut() -> Fut) -> Option<T>
 where
@@ -293,6 +292,7 @@ where
     }
 }
 
+/// The whole body of a response as text.
 pub async fn body_text(response: Response<Body>) -> String {
     let bytes = response.into_body().collect().await.unwrap().to_bytes();
     String::from_utf8_lossy(&bytes).into_owned()
