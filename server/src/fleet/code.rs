@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use shared::fleet::CommitView;
 use tokio::sync::{Semaphore, mpsc};
@@ -12,8 +13,8 @@ use tokio::sync::{Semaphore, mpsc};
 use super::Dirty;
 use crate::upstream::github::GithubApp;
 
-/// Entries kept before the oldest are forgotten.
-const CAPACITY: usize = 20_000;
+/// How long an entry nobody asks for is kept: between one and two of these (see [`Generations`]).
+const GENERATION: Duration = Duration::from_secs(10 * 60);
 /// Lookups sent to GitHub at once. The first picture asks for every service's at once; unbounded, ten
 /// thousand services opened thousands of connections (each a few KB of Tower's memory kept idle for 90 s),
 /// and GitHub allows no more than 100 concurrent requests before its secondary rate limit.
@@ -26,10 +27,64 @@ enum Entry<T> {
     Failed,
 }
 
-#[derive(Default)]
+/// A map that forgets what was not asked for in a while: every [`GENERATION`] the current entries become
+/// the previous ones (dropping those before), and an entry asked for moves back to the current ones.
+///
+/// Bounded by count instead (emptied when 20,000 entries were reached, as this cache was), a fleet with
+/// more lookups than that fetched forever: each answer marks its service for recompute, whose cards ask
+/// again for what the emptying forgot (at 10,000 services, a hundred lookups of every repository in 90 s).
+/// By age, an entry in use is never fetched twice, and what is kept is what a few minutes asked for.
+struct Generations<K, V> {
+    started: Instant,
+    current: HashMap<K, V>,
+    previous: HashMap<K, V>,
+}
+
+impl<K: std::hash::Hash + Eq + Clone, V> Generations<K, V> {
+    fn new(now: Instant) -> Self {
+        Self {
+            started: now,
+            current: HashMap::new(),
+            previous: HashMap::new(),
+        }
+    }
+
+    fn turn(&mut self, now: Instant) {
+        if now.duration_since(self.started) >= GENERATION {
+            self.previous = std::mem::take(&mut self.current);
+            self.started = now;
+        }
+    }
+
+    /// The entry of `key`, keeping it for another generation.
+    fn get(&mut self, key: &K, now: Instant) -> Option<&V> {
+        self.turn(now);
+        if !self.current.contains_key(key) {
+            let value = self.previous.remove(key)?;
+            self.current.insert(key.clone(), value);
+        }
+        self.current.get(key)
+    }
+
+    fn insert(&mut self, key: K, value: V, now: Instant) {
+        self.turn(now);
+        self.previous.remove(&key);
+        self.current.insert(key, value);
+    }
+}
+
 struct Caches {
-    changes: HashMap<(String, String, String), Entry<Vec<CommitView>>>,
-    migrations: HashMap<(String, String), Entry<Vec<String>>>,
+    changes: Generations<(String, String, String), Entry<Vec<CommitView>>>,
+    migrations: Generations<(String, String), Entry<Vec<String>>>,
+}
+
+impl Default for Caches {
+    fn default() -> Self {
+        Self {
+            changes: Generations::new(Instant::now()),
+            migrations: Generations::new(Instant::now()),
+        }
+    }
 }
 
 /// The cache; cheap to clone.
@@ -98,15 +153,14 @@ impl CodeCache {
     ) -> Option<Vec<CommitView>> {
         let key = (repository.to_string(), base.to_string(), head.to_string());
         let mut caches = self.lock();
-        match caches.changes.get(&key) {
+        match caches.changes.get(&key, Instant::now()) {
             Some(Entry::Ready(commits)) => return Some(commits.clone()),
             Some(Entry::Pending | Entry::Failed) => return None,
             None => {}
         }
-        if caches.changes.len() >= CAPACITY {
-            caches.changes.clear();
-        }
-        caches.changes.insert(key.clone(), Entry::Pending);
+        caches
+            .changes
+            .insert(key.clone(), Entry::Pending, Instant::now());
         drop(caches);
         let github = self.github.clone();
         let (repository, base, head) = key.clone();
@@ -120,7 +174,7 @@ impl CodeCache {
             }
         };
         self.fetch(service, lookup, move |caches, entry| {
-            caches.changes.insert(key, entry);
+            caches.changes.insert(key, entry, Instant::now());
         });
         None
     }
@@ -134,15 +188,14 @@ impl CodeCache {
     ) -> Option<Vec<String>> {
         let key = (repository.to_string(), git_ref.to_string());
         let mut caches = self.lock();
-        match caches.migrations.get(&key) {
+        match caches.migrations.get(&key, Instant::now()) {
             Some(Entry::Ready(files)) => return Some(files.clone()),
             Some(Entry::Pending | Entry::Failed) => return None,
             None => {}
         }
-        if caches.migrations.len() >= CAPACITY {
-            caches.migrations.clear();
-        }
-        caches.migrations.insert(key.clone(), Entry::Pending);
+        caches
+            .migrations
+            .insert(key.clone(), Entry::Pending, Instant::now());
         drop(caches);
         let github = self.github.clone();
         let (repository, git_ref) = key.clone();
@@ -156,8 +209,41 @@ impl CodeCache {
             }
         };
         self.fetch(service, lookup, move |caches, entry| {
-            caches.migrations.insert(key, entry);
+            caches.migrations.insert(key, entry, Instant::now());
         });
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use super::{GENERATION, Generations};
+
+    #[test]
+    fn an_entry_asked_for_every_generation_stays_and_one_nobody_asks_for_goes() {
+        let start = Instant::now();
+        let mut cache = Generations::new(start);
+        // Far more keys than any count bound, all in use: asked for round after round as recomputes do.
+        for key in 0..50_000 {
+            cache.insert(key, key * 10, start);
+        }
+        cache.insert(-1, 0, start);
+        for round in 1..5 {
+            let now = start + GENERATION * round;
+            for key in 0..50_000 {
+                assert_eq!(
+                    cache.get(&key, now),
+                    Some(&(key * 10)),
+                    "{key} was forgotten"
+                );
+            }
+        }
+        // Nobody asked for -1 for two generations: gone, so a lookup fetches it again once.
+        assert_eq!(cache.get(&-1, start + GENERATION * 5), None);
+        // One asked for within a generation is kept across it.
+        cache.insert(-2, 0, start + GENERATION * 5);
+        assert_eq!(cache.get(&-2, start + GENERATION * 6), Some(&0));
     }
 }
