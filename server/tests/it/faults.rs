@@ -478,7 +478,8 @@ async fn all_pulls(app: &TestApp) -> BTreeSet<(u64, String, String)> {
         .collect()
 }
 
-async fn forge_case(case: &str, fault: Fault) {
+/// Tower on a quiet sandbox, with every GitHub call going through a fault proxy in front of its forge.
+async fn tower_behind_a_forge_proxy() -> (TestApp, FaultProxy) {
     let sandbox = quiet_sandbox().await;
     let proxy = FaultProxy::start(&format!("{}/github/", sandbox.url()))
         .await
@@ -488,6 +489,11 @@ async fn forge_case(case: &str, fault: Fault) {
         config.github.as_mut().unwrap().api_url = format!("{url}/");
     })
     .await;
+    (app, proxy)
+}
+
+async fn forge_case(case: &str, fault: Fault) {
+    let (app, proxy) = tower_behind_a_forge_proxy().await;
     // The first repository facts arrive through the proxy.
     card_within(&app, "payments", "prod", Duration::from_secs(10), |c| {
         !c.changes.is_empty()
@@ -629,15 +635,7 @@ async fn one_branch_one_pull_request(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_forge_failure_after_the_push_leaves_a_branch_the_next_promote_finishes() {
     let case = "forge_500_on_opening_the_pull_request";
-    let sandbox = quiet_sandbox().await;
-    let proxy = FaultProxy::start(&format!("{}/github/", sandbox.url()))
-        .await
-        .unwrap();
-    let url = proxy.url();
-    let app = TestApp::start_over(sandbox, |config| {
-        config.github.as_mut().unwrap().api_url = format!("{url}/");
-    })
-    .await;
+    let (app, proxy) = tower_behind_a_forge_proxy().await;
     let pulls_before = all_pulls(&app).await;
     let open_pull = format!(
         "POST /github/repos/{}/{}/pulls",
