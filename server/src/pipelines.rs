@@ -267,6 +267,7 @@ impl Pipelines {
             .iter()
             .map(|state| {
                 let task_run = state.task_run;
+                let details = task_run.map(|t| t.details.unpack()).unwrap_or_default();
                 let condition = task_run.and_then(|t| t.condition.as_ref());
                 let when = match (state.skipped, state.child) {
                     (Some(skipped), _) => outcomes(&skipped.when, false),
@@ -285,11 +286,11 @@ impl Pipelines {
                     task_run: task_run
                         .map(|t| t.id.name.clone())
                         .or_else(|| state.child.map(|c| c.task_run.clone())),
-                    pod: task_run.and_then(|t| t.pod.clone()),
+                    pod: details.pod,
                     started_at: task_run.and_then(|t| t.started_at.clone()),
-                    finished_at: task_run.and_then(|t| t.finished_at.clone()),
-                    steps: task_run.map(|t| t.steps.clone()).unwrap_or_default(),
-                    results: task_run.map(|t| t.results.clone()).unwrap_or_default(),
+                    finished_at: details.finished_at,
+                    steps: details.steps,
+                    results: details.results,
                 }
             })
             .collect();
