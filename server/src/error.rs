@@ -252,12 +252,16 @@ pub(crate) fn cause_chain(error: &dyn std::error::Error) -> String {
     chain
 }
 
-/// Whole seconds until GitHub lets Tower send again, when `error` is its rate limit (at least 1).
+/// `wait` as a `Retry-After` in whole seconds: rounded up and at least 1, since a client asked to come back
+/// in 0 s would retry at once and be refused again.
+pub(crate) fn retry_after_seconds(wait: std::time::Duration) -> u64 {
+    (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1)
+}
+
+/// Whole seconds until GitHub lets Tower send again, when `error` is its rate limit.
 fn rate_limit_seconds(error: &GithubError) -> Option<u64> {
     match error {
-        GithubError::RateLimited { retry_in } => {
-            Some((retry_in.as_secs() + u64::from(retry_in.subsec_nanos() > 0)).max(1))
-        }
+        GithubError::RateLimited { retry_in } => Some(retry_after_seconds(*retry_in)),
         _ => None,
     }
 }
@@ -293,6 +297,15 @@ impl IntoResponse for Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_retry_after_is_whole_seconds_rounded_up_and_never_zero() {
+        use std::time::Duration;
+        assert_eq!(retry_after_seconds(Duration::ZERO), 1);
+        assert_eq!(retry_after_seconds(Duration::from_millis(300)), 1);
+        assert_eq!(retry_after_seconds(Duration::from_secs(4)), 4);
+        assert_eq!(retry_after_seconds(Duration::from_millis(4_001)), 5);
+    }
 
     #[test]
     fn a_5xx_body_carries_a_request_id_and_none_of_the_cause() {

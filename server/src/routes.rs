@@ -340,10 +340,8 @@ async fn guard(
             let wait = not_until.wait_time_from(governor::clock::Clock::now(
                 &governor::clock::DefaultClock::default(),
             ));
-            // Rounded up: asked to come back in 0 s, a client would retry at once and be refused again.
-            let retry_after_secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
             Error::TooManyRequests {
-                retry_after_secs: retry_after_secs.max(1),
+                retry_after_secs: crate::error::retry_after_seconds(wait),
             }
             .into_response()
         }
