@@ -434,16 +434,6 @@ async fn an_unknown_database_is_not_found_and_a_name_that_is_not_a_label_never_r
     }
 }
 
-/// Requests the sandbox's Kubernetes APIs and Argo CD have received so far.
-fn upstream_requests(app: &TestApp) -> u64 {
-    let kube: u64 = sandbox::CLUSTERS
-        .iter()
-        .filter_map(|c| app.sandbox.cluster(c))
-        .map(|c| c.request_count())
-        .sum();
-    kube + app.sandbox.argocd().request_count()
-}
-
 #[tokio::test]
 async fn database_pages_cost_the_clusters_and_argo_cd_nothing() {
     let app = TestApp::start().await;
@@ -458,7 +448,7 @@ async fn database_pages_cost_the_clusters_and_argo_cd_nothing() {
     })
     .await
     .expect("code versions arrive");
-    let before = upstream_requests(&app);
+    let before = crate::settled_upstream_requests(&app).await;
     let planned: Vec<(String, String)> = planned_databases().into_iter().collect();
     for view in 0..20 {
         let (environment, name) = &planned[view % planned.len()];
@@ -466,7 +456,7 @@ async fn database_pages_cost_the_clusters_and_argo_cd_nothing() {
         detail_as(&app, &guest, environment, name).await;
     }
     assert_eq!(
-        upstream_requests(&app),
+        crate::upstream_requests(&app),
         before,
         "database pages reached a cluster or Argo CD"
     );

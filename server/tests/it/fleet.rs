@@ -491,22 +491,12 @@ async fn a_new_warning_event_appears_on_its_services_card() {
     assert!(prod.events.is_empty(), "{:?}", prod.events);
 }
 
-/// Requests the sandbox's Kubernetes APIs and Argo CD have received so far.
-fn upstream_requests(app: &TestApp) -> u64 {
-    let kube: u64 = sandbox::CLUSTERS
-        .iter()
-        .filter_map(|c| app.sandbox.cluster(c))
-        .map(|c| c.request_count())
-        .sum();
-    kube + app.sandbox.argocd().request_count()
-}
-
 #[tokio::test]
 async fn page_views_cost_the_upstreams_nothing() {
     let app = TestApp::start().await;
     // Let the first picture complete, including repository facts.
     card_eventually(&app, "payments", "prod", |c| !c.changes.is_empty()).await;
-    let before = upstream_requests(&app);
+    let before = crate::settled_upstream_requests(&app).await;
     for view in 0..50 {
         let service = ["payments", "checkout", "search", "ledger", "cart"][view % 5];
         assert_eq!(app.get_json("/api/v1/services").await.0, 200);
@@ -522,7 +512,7 @@ async fn page_views_cost_the_upstreams_nothing() {
         );
         assert_eq!(app.get_json("/api/v1/environments").await.0, 200);
     }
-    let after = upstream_requests(&app);
+    let after = crate::upstream_requests(&app);
     println!("upstream requests: {before} for the long-lived watches, {after} after 50 page views");
     assert_eq!(after, before, "page views reached the upstreams");
 }

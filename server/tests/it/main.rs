@@ -275,6 +275,31 @@ impl TestApp {
     }
 }
 
+/// Requests the sandbox's Kubernetes APIs and Argo CD have received so far.
+pub fn upstream_requests(app: &TestApp) -> u64 {
+    let kube: u64 = sandbox::CLUSTERS
+        .iter()
+        .filter_map(|c| app.sandbox.cluster(c))
+        .map(|c| c.request_count())
+        .sum();
+    kube + app.sandbox.argocd().request_count()
+}
+
+/// [`upstream_requests`] once start-up's have stopped (it has not moved for half a second, within 15 s):
+/// the pipeline watches list after the first picture, so their lists and watches may still be arriving.
+pub async fn settled_upstream_requests(app: &TestApp) -> u64 {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    let mut last = upstream_requests(app);
+    loop {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let now = upstream_requests(app);
+        if now == last || tokio::time::Instant::now() > deadline {
+            return now;
+        }
+        last = now;
+    }
+}
+
 /// Asks `probe` every 100 ms until it answers something or `limit` passes.
 pub async fn eventually<T, Fut>(limit: Duration, mut probe: impl FnMut() -> Fut) -> Option<T>
 where
