@@ -132,15 +132,10 @@ impl Pipelines {
                 .watch(runs, selector.clone(), source.clone()),
             pipelines.clone().watch(task_runs, selector, source),
         );
-        let after = futures::FutureExt::shared(after);
-        let runs_after = after.clone();
-        tokio::spawn(async move {
-            runs_after.await;
-            watch_runs.await;
-        });
         tokio::spawn(async move {
             after.await;
-            watch_task_runs.await;
+            tokio::spawn(watch_runs);
+            tokio::spawn(watch_task_runs);
         });
         pipelines
     }

@@ -1,11 +1,13 @@
 //! What the watch caches' typed objects share (`Rollout`, `ExternalSecret`, `Application`): their
 //! `kube::Resource` from the kind Tower watches them as, and a spec kept as the JSON text the API server sent
-//! with the few fields read out — a `serde_json::Value` tree would cost a B-tree node per map.
+//! with the few fields read out — a `serde_json::Value` tree would cost a B-tree node per map. The pipeline
+//! caches keep what only a run's page reads the same way ([`Packed`]).
 
 use std::ops::Deref;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{DynamicObject, TypeMeta};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
@@ -56,18 +58,45 @@ pub trait ReadOut: Default {
     fn read_out(spec: &Value) -> Self;
 }
 
+/// A `T` kept as its compact JSON text until it is read whole (per request, for the few objects a page
+/// shows): one allocation instead of a tree of them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Packed<T> {
+    json: Box<str>,
+    packed: std::marker::PhantomData<T>,
+}
+
+impl<T: Serialize + DeserializeOwned + Default> Packed<T> {
+    /// Packs `value`.
+    pub fn new(value: &T) -> Self {
+        Self {
+            // Our own types and JSON values serialize without failing; were one not to, it would read back
+            // as the default.
+            json: serde_json::to_string(value)
+                .unwrap_or_default()
+                .into_boxed_str(),
+            packed: std::marker::PhantomData,
+        }
+    }
+
+    /// The value, unpacked.
+    pub fn unpack(&self) -> T {
+        serde_json::from_str(&self.json).unwrap_or_default()
+    }
+}
+
 /// A spec: the JSON text as the API server sent it (the Config tab shows it whole), and `F`, what is read
 /// of it. Derefs to `F`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SpecText<F> {
     read: F,
-    json: Box<str>,
+    json: Packed<Value>,
 }
 
 impl<F> SpecText<F> {
     /// The whole spec as JSON (`null` when there was none).
     pub fn to_value(&self) -> Value {
-        serde_json::from_str(&self.json).unwrap_or(Value::Null)
+        self.json.unpack()
     }
 }
 
@@ -84,7 +113,7 @@ impl<'de, F: ReadOut> Deserialize<'de> for SpecText<F> {
         let spec = Value::deserialize(deserializer)?;
         Ok(Self {
             read: F::read_out(&spec),
-            json: spec.to_string().into_boxed_str(),
+            json: Packed::new(&spec),
         })
     }
 }

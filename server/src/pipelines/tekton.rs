@@ -7,7 +7,6 @@
 use std::collections::BTreeMap;
 
 use kube::api::{ApiResource, Object};
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use shared::pipelines::{
@@ -16,6 +15,7 @@ use shared::pipelines::{
 };
 
 use crate::config::PipelinesConfig;
+use crate::fleet::typed::Packed;
 
 /// A PipelineRun as watched: its params and Pipeline name from the spec, and its status.
 pub type PipelineRunObject = Object<Option<RawRunSpec>, RawRunStatus>;
@@ -307,31 +307,6 @@ pub struct TaskRunDetails {
     pub steps: Vec<StepView>,
     /// Its results.
     pub results: Vec<ResultView>,
-}
-
-/// A `T` kept as its compact JSON text until it is read whole (once per request, for one run's few).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Packed<T> {
-    json: Box<str>,
-    packed: std::marker::PhantomData<T>,
-}
-
-impl<T: Serialize + DeserializeOwned + Default> Packed<T> {
-    /// Packs `value`.
-    pub fn new(value: &T) -> Self {
-        Self {
-            // Our own types serialize without failing; were one not to, it would read back as the default.
-            json: serde_json::to_string(value)
-                .unwrap_or_default()
-                .into_boxed_str(),
-            packed: std::marker::PhantomData,
-        }
-    }
-
-    /// The value, unpacked.
-    pub fn unpack(&self) -> T {
-        serde_json::from_str(&self.json).unwrap_or_default()
-    }
 }
 
 /// The labels and annotations a run's facts are read from.
