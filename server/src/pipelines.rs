@@ -126,11 +126,23 @@ impl Pipelines {
         // "Has the label": only the runs of services, not every run on a shared CI cluster.
         let selector =
             crate::fleet::watch::listed_whole(watcher::Config::default().labels(&names.component));
+        // Each watch joins the cluster's state now, as syncing, rather than when it starts listing: a
+        // cluster must not read connected, then syncing again, when the deferred runs begin (see `after`).
         let (watch_runs, watch_task_runs) = (
-            pipelines
-                .clone()
-                .watch(runs, selector.clone(), source.clone()),
-            pipelines.clone().watch(task_runs, selector, source),
+            pipelines.clone().watch(
+                runs,
+                selector.clone(),
+                source
+                    .as_ref()
+                    .map(|s| (s.clone(), s.add_watch_of("PipelineRun"))),
+            ),
+            pipelines.clone().watch(
+                task_runs,
+                selector,
+                source
+                    .as_ref()
+                    .map(|s| (s.clone(), s.add_watch_of("TaskRun"))),
+            ),
         );
         tokio::spawn(async move {
             after.await;
@@ -329,17 +341,16 @@ impl Pipelines {
         Ok(())
     }
 
-    /// Runs one watch until the process ends.
+    /// Runs one watch until the process ends, reporting to `source` as its watch number.
     async fn watch<K: Watched>(
         self,
         api: Api<K>,
         config: watcher::Config,
-        source: Option<SourceHandle>,
+        source: Option<(SourceHandle, usize)>,
     ) {
-        let watch_id = source.as_ref().map(SourceHandle::add_watch);
         let report = |state: SourceState| {
-            if let (Some(source), Some(id)) = (&source, watch_id) {
-                source.healthy(id, state);
+            if let Some((source, id)) = &source {
+                source.healthy(*id, state);
             }
         };
         let names = &self.inner.names;
@@ -366,7 +377,8 @@ impl Pipelines {
             match event {
                 Ok(watcher::Event::Init) => {
                     K::begin(&mut self.write());
-                    if !not_served {
+                    // The first list is still syncing; a later one relists what is shown.
+                    if listed && !not_served {
                         report(SourceState::Relisting);
                     }
                 }
@@ -410,8 +422,8 @@ impl Pipelines {
                 }
                 Err(error) => {
                     tracing::warn!(kind = K::KIND, %error, "Tekton watch failed; retrying with backoff");
-                    if let (Some(source), Some(id)) = (&source, watch_id) {
-                        source.failed(id, &error.to_string());
+                    if let Some((source, id)) = &source {
+                        source.failed(*id, &error.to_string());
                     }
                 }
             }

@@ -247,6 +247,9 @@ async fn build(
         .context("pipelines.cluster: no such cluster")?
         .name
         .clone();
+    let ci_on_a_workload_cluster = workloads
+        .iter()
+        .any(|(_, cluster, _)| *cluster == ci_cluster);
     let ci_client = if config.pipelines.cluster.is_none() {
         management.clone()
     } else {
@@ -292,13 +295,18 @@ async fn build(
         );
     }
     let (fleet_pictured, pipelines_go) = tokio::sync::oneshot::channel::<()>();
+    // The first picture waits for each workload cluster's watches to settle: runs on one of those must
+    // not wait for that picture in turn, or it would only come after the settling times out.
+    let runs_wait_for_the_picture = !ci_on_a_workload_cluster;
     let pipelines = Pipelines::start(
         ci_client,
         config.pipelines.clone(),
         config.labels.component.clone(),
         sources.handle(&ci_cluster),
         async move {
-            let _ = pipelines_go.await;
+            if runs_wait_for_the_picture {
+                let _ = pipelines_go.await;
+            }
         },
     );
     let watches = sources.clone();

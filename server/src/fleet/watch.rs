@@ -1116,13 +1116,8 @@ impl SourceHandle {
             .push((self.cluster.clone(), kind.to_string(), measure));
     }
 
-    /// Adds a watch to the cluster's roll-up; returns its id for [`SourceHandle::healthy`] and
-    /// [`SourceHandle::failed`].
-    pub(crate) fn add_watch(&self) -> usize {
-        self.add_watch_of("other")
-    }
-
-    /// As [`SourceHandle::add_watch`], naming the watched kind for Tower's own metrics.
+    /// Adds a watch of `kind` to the cluster's roll-up, as syncing; returns its id for
+    /// [`SourceHandle::healthy`] and [`SourceHandle::failed`].
     pub(crate) fn add_watch_of(&self, kind: &str) -> usize {
         let mut inner = self.sources.lock();
         let Some(entry) = inner.clusters.get_mut(&self.cluster) else {

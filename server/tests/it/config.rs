@@ -328,7 +328,7 @@ async fn the_config_page_lists_application_sets_with_what_they_generated_cluster
  {
     let app = TestApp::start().await;
     // The runs list once the fleet's first picture is complete; the CI cluster (management here) says it is
-    // relisting until they have.
+    // syncing until they have.
     let config = eventually(Duration::from_secs(10), || async {
         let (status, body) = app.get_json(&GetPlatformConfig::url()).await;
         assert_eq!(status, 200, "{body}");

@@ -7,12 +7,14 @@ use std::time::Duration;
 
 use axum::http::{Method, StatusCode};
 use futures::StreamExt as _;
+use sandbox::faults::{Fault, FaultProxy};
 use serde_json::{Value, json};
 use shared::api::{
-    DownloadStepLog, GetPipelineRun, LOG_END_EVENT, ListPipelineRuns, ListServicePipelineRuns,
-    StepLog,
+    DownloadStepLog, GetPipelineRun, GetPlatformConfig, LOG_END_EVENT, ListPipelineRuns,
+    ListServicePipelineRuns, StepLog,
 };
-use shared::fleet::FleetEvent;
+use shared::config::PlatformConfig;
+use shared::fleet::{FleetEvent, SourceState};
 use shared::pipelines::{
     LOG_CHUNK_EVENT, LogChunk, PAGE_SIZE, PipelineQuery, PipelineRunDetail, PipelineRunPage,
     PipelineRunSummary, RunStatus, StepLogQuery, TaskStatus,
@@ -106,6 +108,71 @@ fn log_lines(body: &str) -> Vec<String> {
         .filter(|(event, _)| event == LOG_CHUNK_EVENT)
         .flat_map(|(_, data)| serde_json::from_str::<LogChunk>(data).unwrap().lines)
         .collect()
+}
+
+#[tokio::test]
+async fn the_ci_cluster_says_syncing_until_its_runs_are_listed_then_stays_connected() {
+    // The runs list after the fleet's first picture: until they have, the CI cluster (management here)
+    // must not read connected, and their first list must not make it flicker to "relisting" either.
+    // Management answers slowly here, so the runs cannot have listed by the time the picture is ready.
+    let mut options = sandbox::Options::new("127.0.0.1:0".parse().unwrap());
+    options.simulate = sandbox::Simulate::Manual;
+    let sandbox = sandbox::Sandbox::start_with(options).await.unwrap();
+    let proxy = FaultProxy::start(&sandbox.cluster_url("management"))
+        .await
+        .unwrap();
+    proxy.set(Fault::Slow(Duration::from_millis(500)));
+    let url = proxy.url();
+    let app = TestApp::start_over(sandbox, |config| {
+        let management = config
+            .clusters
+            .iter_mut()
+            .find(|c| c.name == "management")
+            .unwrap();
+        management.url = Some(url);
+    })
+    .await;
+    let management_state = || async {
+        let (status, body) = app.get_json(&GetPlatformConfig::url()).await;
+        assert_eq!(status, 200, "{body}");
+        let config: PlatformConfig = serde_json::from_value(body).unwrap();
+        config
+            .clusters
+            .into_iter()
+            .find(|c| c.name == "management")
+            .map(|c| c.state)
+            .unwrap()
+    };
+    let mut seen = Vec::new();
+    let connected_within = std::time::Instant::now();
+    loop {
+        let state = management_state().await;
+        if seen.last() != Some(&state) {
+            seen.push(state.clone());
+        }
+        if state == SourceState::Connected {
+            break;
+        }
+        assert!(
+            connected_within.elapsed() < Duration::from_secs(20),
+            "{seen:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        seen,
+        [SourceState::Syncing, SourceState::Connected],
+        "syncing from the first picture until the runs are listed"
+    );
+    proxy.set(Fault::None);
+    assert!(
+        !every_run(&app, "payments").await.is_empty(),
+        "connected means the runs are there"
+    );
+    for _ in 0..20 {
+        assert_eq!(management_state().await, SourceState::Connected);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 #[tokio::test]

@@ -75,6 +75,29 @@ async fn metrics_count_requests_by_route_template_and_a_real_prometheus_scrapes_
         })
         .await
         .expect("ready");
+        // The runs list after the first picture, so the CI cluster may still be syncing them; scrapes
+        // are not counted, so waiting on them leaves the counts below alone.
+        eventually(Duration::from_secs(30), || async {
+            let text = http
+                .get(format!("http://{addr}/metrics"))
+                .send()
+                .await
+                .ok()?
+                .text()
+                .await
+                .ok()?;
+            ["management", "dev", "prod"]
+                .iter()
+                .all(|cluster| {
+                    sample(
+                        &text,
+                        &format!(r#"tower_cluster_state{{cluster="{cluster}",state="connected"}}"#),
+                    ) == Some(1.0)
+                })
+                .then_some(())
+        })
+        .await
+        .expect("every cluster connected");
         // Anonymous, so refused: counted all the same, under the route's template.
         assert_eq!(
             status(&http, addr, "/api/v1/services/payments").await,
