@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use futures::StreamExt as _;
 use kube::Client;
-use kube::api::Api;
+use kube::api::{Api, ListParams};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use serde::de::DeserializeOwned;
 use shared::fleet::{ActivityItem, ActivityKind, FleetEvent, SourceState};
@@ -29,8 +29,10 @@ use shared::pipelines::{
 };
 use tokio::sync::mpsc;
 
-use self::index::{Change, Filter, Index, is_main, task_states};
-use self::tekton::{Names, PipelineRunObject, RunId, TaskRunObject};
+use self::index::{Change, Entry, Filter, HeldTaskRun, Index, TaskRunFacts, is_main, task_states};
+use self::tekton::{
+    Names, PIPELINE_RUN_LABEL, PipelineRunObject, RunId, TaskRunEntry, TaskRunObject,
+};
 use crate::config::PipelinesConfig;
 use crate::fleet::watch::SourceHandle;
 use crate::fleet::watched::{Cluster, checked};
@@ -58,7 +60,8 @@ struct Listed {
 struct Inner {
     names: Names,
     index: RwLock<Index>,
-    /// The cluster CI runs on, for step logs; none when the caches are filled directly (tests).
+    /// The cluster CI runs on, for finished TaskRuns and step logs; none when the caches are filled directly
+    /// (tests), which then keep every TaskRun whole.
     client: Option<Client>,
     listener: OnceLock<Listener>,
     listed: tokio::sync::watch::Sender<Listed>,
@@ -84,7 +87,7 @@ impl Pipelines {
     pub fn new(config: PipelinesConfig, component_label: String, client: Option<Client>) -> Self {
         Self {
             inner: Arc::new(Inner {
-                index: RwLock::new(Index::new(config.history_per_service)),
+                index: RwLock::new(Index::new(config.history_per_service, client.is_none())),
                 names: Names {
                     component: component_label,
                     config,
@@ -251,77 +254,118 @@ impl Pipelines {
         self.read().is_empty()
     }
 
-    /// One run, whole; `can_read_logs` says whether the viewer may read its steps' logs.
-    pub fn detail(
+    /// One run, whole; `can_read_logs` says whether the viewer may read its steps' logs. The caches hold
+    /// only the row's part of a finished TaskRun, so a run with any reads its TaskRuns from the CI cluster.
+    pub async fn detail(
         &self,
         namespace: &str,
         name: &str,
         can_read_logs: bool,
-    ) -> Option<PipelineRunDetail> {
+    ) -> Result<Option<PipelineRunDetail>, kube::Error> {
         let id = RunId {
             namespace: namespace.to_string(),
             name: name.to_string(),
         };
-        // Copied out under the lock (a few `Arc`s), built outside it.
-        let (entry, task_runs) = self.read().run(&id)?;
-        let run = &entry.run;
-        let states = task_states(
-            run,
-            entry.spec.as_deref(),
-            task_runs.iter().map(Arc::as_ref),
-        );
-        let tasks: Vec<TaskView> = states
-            .iter()
-            .map(|state| {
-                let task_run = state.task_run;
-                let details = task_run.map(|t| t.details.unpack()).unwrap_or_default();
-                let condition = task_run.and_then(|t| t.condition.as_ref());
-                let when = match (state.skipped, state.child) {
-                    (Some(skipped), _) => outcomes(&skipped.when, false),
-                    (None, Some(child)) => outcomes(&child.when, true),
-                    (None, None) => Vec::new(),
-                };
-                TaskView {
-                    name: state.name.to_string(),
-                    display_name: state.child.and_then(|c| c.display_name.clone()),
-                    finally: state.finally,
-                    status: state.status,
-                    reason: condition.and_then(|c| c.reason.clone()),
-                    message: condition.and_then(|c| c.message.clone()),
-                    skip_reason: state.skipped.and_then(|s| s.reason.clone()),
-                    when,
-                    task_run: task_run
-                        .map(|t| t.id.name.clone())
-                        .or_else(|| state.child.map(|c| c.task_run.clone())),
-                    pod: details.pod,
-                    started_at: task_run.and_then(|t| t.started_at.clone()),
-                    finished_at: details.finished_at,
-                    steps: details.steps,
-                    results: details.results,
-                }
-            })
-            .collect();
-        let (spec, spec_key) = match &entry.spec {
-            Some(spec) => (PipelineSpecView::clone(spec), entry.spec_key.clone()),
-            // Without the spec the run used, the tasks it names stand in for it, unconnected.
-            None => {
-                let spec = spec_of_tasks(&tasks);
-                let key = format!("{:016x}", index::spec_hash(&spec));
-                (spec, key)
-            }
+        // Copied out under the lock, built outside it.
+        let Some((entry, held)) = self.read().run(&id) else {
+            return Ok(None);
         };
-        Some(PipelineRunDetail {
-            summary: PipelineRunSummary::clone(&entry.summary),
-            message: run.condition.as_ref().and_then(|c| c.message.clone()),
-            params: run.params.clone(),
-            spec,
-            spec_key,
-            tasks,
-            results: run.results.clone(),
-            can_read_logs,
-        })
+        let any_row = held
+            .values()
+            .any(|(held, _)| matches!(held, HeldTaskRun::Row(_)));
+        let fetched = match (&self.inner.client, any_row) {
+            (Some(client), true) => self.task_runs_of(client.clone(), &id).await?,
+            _ => Vec::new(),
+        };
+        let facts: Vec<TaskRunFacts> = if any_row {
+            fetched.iter().map(TaskRunFacts::of).collect()
+        } else {
+            held.iter()
+                .map(|(name, (held, _))| TaskRunFacts::held(name, held))
+                .collect()
+        };
+        Ok(Some(detail_of(&entry, facts, can_read_logs)))
     }
 
+    /// The TaskRuns of run `id`, whole, from the CI cluster.
+    async fn task_runs_of(
+        &self,
+        client: Client,
+        id: &RunId,
+    ) -> Result<Vec<TaskRunEntry>, kube::Error> {
+        let api: Api<TaskRunObject> = checked(
+            Cluster::Ci,
+            Api::namespaced_with(client, &id.namespace, &tekton::task_runs()),
+        );
+        let selector = format!("{PIPELINE_RUN_LABEL}={}", id.name);
+        let list = api.list(&ListParams::default().labels(&selector)).await?;
+        let names = &self.inner.names;
+        Ok(list
+            .items
+            .iter()
+            .filter_map(|object| tekton::task_run(object, names))
+            .filter(|task_run| task_run.pipeline_run == id.name)
+            .collect())
+    }
+}
+
+/// The page of run `entry` with its TaskRuns' `facts`.
+fn detail_of(entry: &Entry, facts: Vec<TaskRunFacts>, can_read_logs: bool) -> PipelineRunDetail {
+    let run = &entry.run;
+    let states = task_states(run, entry.spec.as_deref(), facts);
+    let tasks: Vec<TaskView> = states
+        .iter()
+        .map(|state| {
+            let task_run = state.task_run.and_then(|t| t.whole);
+            let details = task_run.map(|t| t.details.unpack()).unwrap_or_default();
+            let condition = task_run.and_then(|t| t.condition.as_ref());
+            let when = match (state.skipped, state.child) {
+                (Some(skipped), _) => outcomes(&skipped.when, false),
+                (None, Some(child)) => outcomes(&child.when, true),
+                (None, None) => Vec::new(),
+            };
+            TaskView {
+                name: state.name.to_string(),
+                display_name: state.child.and_then(|c| c.display_name.clone()),
+                finally: state.finally,
+                status: state.status,
+                reason: condition.and_then(|c| c.reason.clone()),
+                message: condition.and_then(|c| c.message.clone()),
+                skip_reason: state.skipped.and_then(|s| s.reason.clone()),
+                when,
+                task_run: task_run
+                    .map(|t| t.id.name.clone())
+                    .or_else(|| state.child.map(|c| c.task_run.clone())),
+                pod: details.pod,
+                started_at: task_run.and_then(|t| t.started_at.clone()),
+                finished_at: details.finished_at,
+                steps: details.steps,
+                results: details.results,
+            }
+        })
+        .collect();
+    let (spec, spec_key) = match &entry.spec {
+        Some(spec) => (PipelineSpecView::clone(spec), entry.spec_key.clone()),
+        // Without the spec the run used, the tasks it names stand in for it, unconnected.
+        None => {
+            let spec = spec_of_tasks(&tasks);
+            let key = format!("{:016x}", index::spec_hash(&spec));
+            (spec, key)
+        }
+    };
+    PipelineRunDetail {
+        summary: PipelineRunSummary::clone(&entry.summary),
+        message: run.condition.as_ref().and_then(|c| c.message.clone()),
+        params: run.params.clone(),
+        spec,
+        spec_key,
+        tasks,
+        results: run.results.clone(),
+        can_read_logs,
+    }
+}
+
+impl Pipelines {
     /// Applies a PipelineRun or TaskRun (`kind` says which) as a watch would see it change, announcing what
     /// changed: how tests fill the caches without a cluster.
     pub fn apply_json(&self, object: serde_json::Value) -> anyhow::Result<()> {
@@ -753,6 +797,12 @@ mod tests {
         })
     }
 
+    /// A run's page from caches filled directly: they hold every TaskRun whole, so nothing is fetched.
+    fn detail(pipelines: &Pipelines, name: &str, can_read_logs: bool) -> Option<PipelineRunDetail> {
+        futures::executor::block_on(pipelines.detail("tekton-ci", name, can_read_logs))
+            .expect("no cluster to fail")
+    }
+
     fn apply(pipelines: &Pipelines, object: Value) {
         pipelines.apply_json(object).expect("a Tekton object");
     }
@@ -971,11 +1021,7 @@ mod tests {
             task_run("payments-build-001", "test", "False", json!([])),
         );
         assert_eq!(pipelines.page(&filter(Some("payments")), None).dropped, 3);
-        assert!(
-            pipelines
-                .detail("tekton-ci", "payments-build-001", false)
-                .is_none()
-        );
+        assert!(detail(&pipelines, "payments-build-001", false).is_none());
         // An older run arriving late is dropped as it comes, and nobody hears of it.
         while events.try_recv().is_ok() {}
         let mut late = run("payments", 2, "True");
@@ -1019,8 +1065,7 @@ mod tests {
         assert!(Arc::ptr_eq(&a, &b), "equal specs are stored once");
         assert!(!Arc::ptr_eq(&a, &c));
         let key = |name: &str| {
-            pipelines
-                .detail("tekton-ci", name, false)
+            detail(&pipelines, name, false)
                 .map(|d| d.spec_key)
                 .unwrap_or_default()
         };
@@ -1059,7 +1104,7 @@ mod tests {
             ),
         );
         apply(&pipelines, task_run(name, "notify", "True", json!([])));
-        let detail = pipelines.detail("tekton-ci", name, true).expect("the run");
+        let detail = detail(&pipelines, name, true).expect("the run");
         let tasks: Vec<(&str, TaskStatus, bool)> = detail
             .tasks
             .iter()

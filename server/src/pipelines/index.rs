@@ -62,6 +62,94 @@ pub enum Change {
     },
 }
 
+/// A TaskRun as the index holds it. A fleet of 10,000 services has some 140,000, nearly all finished, and
+/// only their run's page reads more of a finished one than its row counts.
+#[derive(Debug, Clone)]
+pub enum HeldTaskRun {
+    /// Whole: while it runs (its page follows it), or where no cluster can give it back.
+    Whole(Arc<TaskRunEntry>),
+    /// What its run's row counts, once finished; its page reads the rest from the CI cluster.
+    Row(TaskRow),
+}
+
+/// A finished TaskRun's part in its run's row.
+#[derive(Debug, Clone)]
+pub struct TaskRow {
+    pipeline_task: Option<Box<str>>,
+    finally: bool,
+    status: TaskStatus,
+    started_at: Option<Box<str>>,
+}
+
+/// What a run's tasks are matched to their TaskRuns and counted by, whether held whole or as a row.
+#[derive(Debug, Clone, Copy)]
+pub struct TaskRunFacts<'a> {
+    /// The TaskRun's name.
+    pub name: &'a str,
+    /// Its pipeline task.
+    pub pipeline_task: Option<&'a str>,
+    /// Whether it is one of `finally`.
+    pub finally: bool,
+    /// Where it stands.
+    pub status: TaskStatus,
+    /// Start time.
+    pub started_at: Option<&'a str>,
+    /// The whole TaskRun, when it is at hand.
+    pub whole: Option<&'a TaskRunEntry>,
+}
+
+impl<'a> TaskRunFacts<'a> {
+    /// The facts of a whole TaskRun.
+    pub fn of(task_run: &'a TaskRunEntry) -> Self {
+        Self {
+            name: &task_run.id.name,
+            pipeline_task: task_run.pipeline_task.as_deref(),
+            finally: task_run.finally,
+            status: task_status(task_run.condition.as_ref()),
+            started_at: task_run.started_at.as_deref(),
+            whole: Some(task_run),
+        }
+    }
+
+    /// The facts of the TaskRun `name` as held.
+    pub fn held(name: &'a str, held: &'a HeldTaskRun) -> Self {
+        match held {
+            HeldTaskRun::Whole(task_run) => Self::of(task_run),
+            HeldTaskRun::Row(row) => Self {
+                name,
+                pipeline_task: row.pipeline_task.as_deref(),
+                finally: row.finally,
+                status: row.status,
+                started_at: row.started_at.as_deref(),
+                whole: None,
+            },
+        }
+    }
+}
+
+impl HeldTaskRun {
+    /// How the index holds `task_run`: a finished one as its row, unless `keep_whole`.
+    fn of(task_run: TaskRunEntry, keep_whole: bool) -> Self {
+        let status = task_status(task_run.condition.as_ref());
+        let finished = matches!(
+            status,
+            TaskStatus::Succeeded | TaskStatus::Failed | TaskStatus::Cancelled
+        );
+        if keep_whole || !finished {
+            return HeldTaskRun::Whole(Arc::new(task_run));
+        }
+        HeldTaskRun::Row(TaskRow {
+            pipeline_task: task_run.pipeline_task.map(String::into_boxed_str),
+            finally: task_run.finally,
+            status,
+            started_at: task_run.started_at.map(String::into_boxed_str),
+        })
+    }
+}
+
+/// A run's TaskRuns by name, each with the list it was last seen in.
+pub type HeldTaskRuns = BTreeMap<Box<str>, (HeldTaskRun, u64)>;
+
 /// The filters of a list.
 #[derive(Debug, Clone, Default)]
 pub struct Filter {
@@ -104,12 +192,14 @@ pub fn is_main(branch: Option<&str>) -> bool {
 #[derive(Debug)]
 pub struct Index {
     history_per_service: usize,
+    /// Whether finished TaskRuns are held whole: when no cluster can give them back.
+    keep_whole: bool,
     runs: HashMap<RunId, Entry>,
     /// Every kept run, newest first.
     all: BTreeMap<RunKey, Arc<PipelineRunSummary>>,
     services: HashMap<String, ServiceRuns>,
     /// TaskRuns by their PipelineRun.
-    task_runs: HashMap<RunId, BTreeMap<String, (Arc<TaskRunEntry>, u64)>>,
+    task_runs: HashMap<RunId, HeldTaskRuns>,
     /// Runs by (service, full commit), for the cards' build links.
     commits: BTreeMap<(String, String), Vec<RunId>>,
     /// How many kept runs each trigger started, fleet-wide.
@@ -125,10 +215,12 @@ pub struct Index {
 }
 
 impl Index {
-    /// An empty index keeping `history_per_service` runs per service.
-    pub fn new(history_per_service: usize) -> Self {
+    /// An empty index keeping `history_per_service` runs per service; `keep_whole` keeps finished TaskRuns
+    /// whole, for when no cluster can give them back.
+    pub fn new(history_per_service: usize, keep_whole: bool) -> Self {
         Self {
             history_per_service: history_per_service.max(1),
+            keep_whole,
             runs: HashMap::new(),
             all: BTreeMap::new(),
             services: HashMap::new(),
@@ -244,11 +336,12 @@ impl Index {
             return Vec::new();
         }
         let generation = self.task_run_generation;
-        let name = task_run.id.name.clone();
+        let name = task_run.id.name.clone().into_boxed_str();
+        let held = HeldTaskRun::of(task_run, self.keep_whole);
         self.task_runs
             .entry(parent.clone())
             .or_default()
-            .insert(name, (Arc::new(task_run), generation));
+            .insert(name, (held, generation));
         self.resummarize(&parent)
     }
 
@@ -259,7 +352,7 @@ impl Index {
             name: pipeline_run.to_string(),
         };
         if let Some(children) = self.task_runs.get_mut(&parent) {
-            children.remove(&id.name);
+            children.remove(id.name.as_str());
             if children.is_empty() {
                 self.task_runs.remove(&parent);
             }
@@ -544,14 +637,10 @@ impl Index {
         self.services.contains_key(service)
     }
 
-    /// A run, its spec and its TaskRuns.
-    pub fn run(&self, id: &RunId) -> Option<(Entry, Vec<Arc<TaskRunEntry>>)> {
+    /// A run, its spec and its TaskRuns as held.
+    pub fn run(&self, id: &RunId) -> Option<(Entry, HeldTaskRuns)> {
         let entry = self.runs.get(id)?.clone();
-        let task_runs = self
-            .task_runs
-            .get(id)
-            .map(|children| children.values().map(|(t, _)| t.clone()).collect())
-            .unwrap_or_default();
+        let task_runs = self.task_runs.get(id).cloned().unwrap_or_default();
         Some((entry, task_runs))
     }
 
@@ -631,7 +720,7 @@ pub struct TaskState<'a> {
     /// Whether it is one of `finally`.
     pub finally: bool,
     /// Its TaskRun, if it has one.
-    pub task_run: Option<&'a TaskRunEntry>,
+    pub task_run: Option<TaskRunFacts<'a>>,
     /// The run's reference to it, if it ran.
     pub child: Option<&'a Child>,
     /// Why it was skipped, if it was.
@@ -645,9 +734,9 @@ pub struct TaskState<'a> {
 pub fn task_states<'a>(
     run: &'a Run,
     spec: Option<&'a PipelineSpecView>,
-    task_runs: impl IntoIterator<Item = &'a TaskRunEntry>,
+    task_runs: impl IntoIterator<Item = TaskRunFacts<'a>>,
 ) -> Vec<TaskState<'a>> {
-    let task_runs: Vec<&TaskRunEntry> = task_runs.into_iter().collect();
+    let task_runs: Vec<TaskRunFacts<'a>> = task_runs.into_iter().collect();
     let mut names: Vec<(&str, bool)> = match spec {
         Some(spec) => spec
             .tasks
@@ -666,7 +755,7 @@ pub fn task_states<'a>(
         let finally_of = |name: &str| {
             task_runs
                 .iter()
-                .any(|t| t.pipeline_task.as_deref() == Some(name) && t.finally)
+                .any(|t| t.pipeline_task == Some(name) && t.finally)
         };
         for child in &run.children {
             add(&child.pipeline_task, finally_of(&child.pipeline_task));
@@ -674,8 +763,8 @@ pub fn task_states<'a>(
         for skipped in &run.skipped {
             add(&skipped.name, false);
         }
-        for task_run in task_runs.iter().copied() {
-            if let Some(task) = &task_run.pipeline_task {
+        for task_run in &task_runs {
+            if let Some(task) = task_run.pipeline_task {
                 add(task, task_run.finally);
             }
         }
@@ -687,17 +776,17 @@ pub fn task_states<'a>(
         .map(|(name, finally)| {
             let child = run.children.iter().find(|c| c.pipeline_task == name);
             let task_run = child
-                .and_then(|c| task_runs.iter().find(|t| t.id.name == c.task_run))
+                .and_then(|c| task_runs.iter().find(|t| t.name == c.task_run))
                 .or_else(|| {
                     task_runs
                         .iter()
-                        .filter(|t| t.pipeline_task.as_deref() == Some(name))
-                        .max_by_key(|t| t.started_at.clone())
+                        .filter(|t| t.pipeline_task == Some(name))
+                        .max_by_key(|t| t.started_at)
                 })
                 .copied();
             let skipped = run.skipped.iter().find(|s| s.name == name);
             let status = match (task_run, skipped) {
-                (Some(task_run), _) => task_status(task_run.condition.as_ref()),
+                (Some(task_run), _) => task_run.status,
                 (None, Some(_)) => TaskStatus::Skipped,
                 (None, None) => TaskStatus::Pending,
             };
@@ -717,14 +806,16 @@ pub fn task_states<'a>(
 pub fn summarize(
     run: &Run,
     spec: Option<&PipelineSpecView>,
-    task_runs: Option<&BTreeMap<String, (Arc<TaskRunEntry>, u64)>>,
+    task_runs: Option<&HeldTaskRuns>,
 ) -> PipelineRunSummary {
     let states = task_states(
         run,
         spec,
-        task_runs
-            .into_iter()
-            .flat_map(|children| children.values().map(|(t, _)| t.as_ref())),
+        task_runs.into_iter().flat_map(|children| {
+            children
+                .iter()
+                .map(|(name, (held, _))| TaskRunFacts::held(name, held))
+        }),
     );
     let mut tasks = TaskCounts {
         total: u32::try_from(states.len()).unwrap_or(u32::MAX),

@@ -2,8 +2,9 @@
 //! downloaded (the endpoints `shared::api` declares as `ListPipelineRuns`, `ListServicePipelineRuns`,
 //! `GetPipelineRun`, `StepLog` and `DownloadStepLog`).
 //!
-//! Lists and details come from the pipeline caches; only a step's log reaches the CI cluster, for a pod that
-//! the cache names for that step of that run of that service (the request's names are compared, never sent).
+//! Lists come from the pipeline caches. A run's page reaches the CI cluster for its finished TaskRuns (the
+//! caches keep only what the rows count of those), and a step's log for a pod that the run's TaskRun names
+//! for that step of that run of that service (the request's names are compared, never sent).
 
 use std::convert::Infallible;
 use std::pin::Pin;
@@ -158,6 +159,8 @@ async fn get_run(
     let mut detail = state
         .pipelines
         .detail(&namespace, &run, false)
+        .await
+        .map_err(|error| Error::upstream("the CI cluster", error))?
         .ok_or_else(|| Error::NotFound(format!("pipeline run {namespace}/{run}")))?;
     // As the step log routes decide it: by the owner of the run's service, which must be in the fleet.
     detail.can_read_logs = state
@@ -224,9 +227,11 @@ impl Located {
 }
 
 /// The step the path names, which must belong to a run of the service the path names.
-fn locate(pipelines: &Pipelines, path: &StepPath) -> Result<Located> {
+async fn locate(pipelines: &Pipelines, path: &StepPath) -> Result<Located> {
     let detail = pipelines
         .detail(&path.namespace, &path.run, true)
+        .await
+        .map_err(|error| Error::upstream("the CI cluster", error))?
         .filter(|d| d.summary.service == path.name)
         .ok_or_else(|| {
             Error::NotFound(format!(
@@ -358,7 +363,7 @@ async fn step_log(
     ApiQuery(query): ApiQuery<StepLogQuery>,
 ) -> Result<StepStream> {
     ready(&state.pipelines).await?;
-    let located = locate(&state.pipelines, &path)?;
+    let located = locate(&state.pipelines, &path).await?;
     let started = step_started(&located.task, &located.step);
     let events: BoxStream<'static, Event> = if started {
         let reader = open_log(&state.pipelines, &located, query.follow, true).await?;
@@ -372,7 +377,7 @@ async fn step_log(
             // The caches see the step start as the cluster reports it; the keep-alive holds the line open.
             let located = loop {
                 tokio::time::sleep(START_POLL).await;
-                match locate(&pipelines, &path) {
+                match locate(&pipelines, &path).await {
                     Ok(now) if step_started(&now.task, &now.step) => break now,
                     Ok(_) => {}
                     Err(error) => {
@@ -410,7 +415,7 @@ async fn download_step_log(
     Path(path): Path<StepPath>,
 ) -> Result<Response> {
     ready(&state.pipelines).await?;
-    let located = locate(&state.pipelines, &path)?;
+    let located = locate(&state.pipelines, &path).await?;
     if !step_started(&located.task, &located.step) {
         return Err(FieldError::new(
             "step",

@@ -25,6 +25,28 @@ use crate::{Role, TestApp, body_text, eventually};
 /// The line a failing `unit` step ends with (the sandbox's step logs).
 const FAILURE_LINE: &str = sandbox::fixtures::tekton::step_logs::FAILURE_LINE;
 
+/// As [`manual_app`], with the CI cluster (management) behind a fault proxy starting with `fault`.
+async fn behind_a_ci_proxy(fault: Fault) -> (TestApp, FaultProxy) {
+    let mut options = sandbox::Options::new("127.0.0.1:0".parse().unwrap());
+    options.simulate = sandbox::Simulate::Manual;
+    let sandbox = sandbox::Sandbox::start_with(options).await.unwrap();
+    let proxy = FaultProxy::start(&sandbox.cluster_url("management"))
+        .await
+        .unwrap();
+    proxy.set(fault);
+    let url = proxy.url();
+    let app = TestApp::start_over(sandbox, |config| {
+        let management = config
+            .clusters
+            .iter_mut()
+            .find(|c| c.name == "management")
+            .unwrap();
+        management.url = Some(url);
+    })
+    .await;
+    (app, proxy)
+}
+
 /// A sandbox whose simulator moves only when a test advances it, so no run arrives by itself.
 async fn manual_app(adjust: impl FnOnce(&mut server::config::TowerConfig)) -> TestApp {
     let mut options = sandbox::Options::new("127.0.0.1:0".parse().unwrap());
@@ -115,23 +137,7 @@ async fn the_ci_cluster_says_syncing_until_its_runs_are_listed_then_stays_connec
     // The runs list after the fleet's first picture: until they have, the CI cluster (management here)
     // must not read connected, and their first list must not make it flicker to "relisting" either.
     // Management answers slowly here, so the runs cannot have listed by the time the picture is ready.
-    let mut options = sandbox::Options::new("127.0.0.1:0".parse().unwrap());
-    options.simulate = sandbox::Simulate::Manual;
-    let sandbox = sandbox::Sandbox::start_with(options).await.unwrap();
-    let proxy = FaultProxy::start(&sandbox.cluster_url("management"))
-        .await
-        .unwrap();
-    proxy.set(Fault::Slow(Duration::from_millis(500)));
-    let url = proxy.url();
-    let app = TestApp::start_over(sandbox, |config| {
-        let management = config
-            .clusters
-            .iter_mut()
-            .find(|c| c.name == "management")
-            .unwrap();
-        management.url = Some(url);
-    })
-    .await;
+    let (app, proxy) = behind_a_ci_proxy(Fault::Slow(Duration::from_millis(500))).await;
     let management_state = || async {
         let (status, body) = app.get_json(&GetPlatformConfig::url()).await;
         assert_eq!(status, 200, "{body}");
@@ -173,6 +179,63 @@ async fn the_ci_cluster_says_syncing_until_its_runs_are_listed_then_stays_connec
         assert_eq!(management_state().await, SourceState::Connected);
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+#[tokio::test]
+async fn a_finished_run_page_reads_its_task_runs_from_the_ci_cluster_and_says_when_it_cannot() {
+    // The caches keep only what a row counts of a finished TaskRun; its page asks the cluster for the rest.
+    let (app, proxy) = behind_a_ci_proxy(Fault::None).await;
+    assert!(
+        app.state
+            .pipelines
+            .wait_until_ready(Duration::from_secs(20))
+            .await
+    );
+    let run = page(&app, &service_query("payments", PipelineQuery::default()))
+        .await
+        .runs
+        .into_iter()
+        .find(|run| run.status == RunStatus::Succeeded)
+        .expect("payments has a green run");
+    let asked_from = proxy.received().len();
+    let green = detail(&app, &run, &Role::Guest).await;
+    assert!(
+        proxy.received()[asked_from..]
+            .iter()
+            .any(|r| r.path.contains("/taskruns?") && r.path.contains("labelSelector")),
+        "the page read the run's TaskRuns"
+    );
+    assert!(!green.tasks.is_empty());
+    for task in green
+        .tasks
+        .iter()
+        .filter(|t| t.status == TaskStatus::Succeeded)
+    {
+        assert!(task.pod.is_some(), "{task:?}");
+        assert!(!task.steps.is_empty(), "{task:?}");
+        assert_eq!(
+            task.message.as_deref(),
+            Some("All Steps have completed executing"),
+            "{task:?}"
+        );
+    }
+
+    // The cluster fails: the page says which upstream, the lists still answer from the caches.
+    proxy.set(Fault::ServerError);
+    let response = app
+        .send_as(
+            &Role::Guest,
+            Method::GET,
+            &GetPipelineRun::url(&run.namespace, &run.name),
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::BAD_GATEWAY);
+    let body = body_text(response).await;
+    assert!(body.contains("the CI cluster"), "{body}");
+    let rows = page(&app, &service_query("payments", PipelineQuery::default())).await;
+    assert!(rows.runs.iter().any(|r| r.name == run.name));
+    proxy.set(Fault::None);
+    assert_eq!(detail(&app, &run, &Role::Guest).await.tasks, green.tasks);
 }
 
 #[tokio::test]
@@ -561,17 +624,26 @@ async fn red_run_without_pods(app: &TestApp) -> PipelineRunSummary {
             }),
         )
         .await;
-        let gone = page.runs.into_iter().find(|run| {
-            let detail = app.state.pipelines.detail(&run.namespace, &run.name, true);
+        let mut gone = None;
+        for run in page.runs {
+            let detail = app
+                .state
+                .pipelines
+                .detail(&run.namespace, &run.name, true)
+                .await
+                .unwrap();
             let pod = detail
                 .and_then(|d| d.tasks.into_iter().find(|t| t.name == "test"))
                 .and_then(|t| t.pod);
-            pod.is_some_and(|pod| {
+            if pod.is_some_and(|pod| {
                 management
                     .get("v1", "Pod", Some(&run.namespace), &pod)
                     .is_none()
-            })
-        });
+            }) {
+                gone = Some(run);
+                break;
+            }
+        }
         match (gone, page.next) {
             (Some(run), _) => return run,
             (None, Some(next)) => cursor = Some(next),
@@ -594,7 +666,12 @@ async fn the_owner_streams_a_failing_step_a_guest_is_refused_and_a_gone_pod_says
         let name = name.clone();
         let app = &app;
         async move {
-            let run = app.state.pipelines.detail("tekton-ci", &name, true)?;
+            let run = app
+                .state
+                .pipelines
+                .detail("tekton-ci", &name, true)
+                .await
+                .ok()??;
             (run.summary.status == RunStatus::Failed).then_some(run.summary)
         }
     })
