@@ -31,7 +31,7 @@ use tokio::sync::mpsc;
 
 use self::index::{Change, Entry, Filter, HeldTaskRun, Index, TaskRunFacts, is_main, task_states};
 use self::tekton::{
-    Names, PIPELINE_RUN_LABEL, PipelineRunObject, RunId, TaskRunEntry, TaskRunObject,
+    Names, PIPELINE_RUN_LABEL, PipelineRunObject, Run, RunId, TaskRunEntry, TaskRunObject,
 };
 use crate::config::PipelinesConfig;
 use crate::fleet::watch::SourceHandle;
@@ -270,21 +270,58 @@ impl Pipelines {
         let Some((entry, held)) = self.read().run(&id) else {
             return Ok(None);
         };
+        let Some(client) = &self.inner.client else {
+            let facts = held
+                .iter()
+                .map(|(name, (held, _))| TaskRunFacts::held(name, held));
+            return Ok(Some(detail_of(&entry, &entry.run, facts, can_read_logs)));
+        };
         let any_row = held
             .values()
             .any(|(held, _)| matches!(held, HeldTaskRun::Row(_)));
-        let fetched = match (&self.inner.client, any_row) {
-            (Some(client), true) => self.task_runs_of(client.clone(), &id).await?,
-            _ => Vec::new(),
+        let (run, task_runs) = tokio::try_join!(
+            async {
+                if entry.row_only {
+                    self.run_of(client.clone(), &id).await
+                } else {
+                    Ok(None)
+                }
+            },
+            async {
+                if any_row {
+                    self.task_runs_of(client.clone(), &id).await.map(Some)
+                } else {
+                    Ok(None)
+                }
+            },
+        )?;
+        // The cluster no longer has it (or it left the service's label): what the caches hold will do.
+        let run = run.map_or_else(|| entry.run.clone(), Arc::new);
+        let detail = match &task_runs {
+            Some(task_runs) => {
+                let facts = task_runs.iter().map(TaskRunFacts::of);
+                detail_of(&entry, &run, facts, can_read_logs)
+            }
+            None => {
+                let facts = held
+                    .iter()
+                    .map(|(name, (held, _))| TaskRunFacts::held(name, held));
+                detail_of(&entry, &run, facts, can_read_logs)
+            }
         };
-        let facts: Vec<TaskRunFacts> = if any_row {
-            fetched.iter().map(TaskRunFacts::of).collect()
-        } else {
-            held.iter()
-                .map(|(name, (held, _))| TaskRunFacts::held(name, held))
-                .collect()
+        Ok(Some(detail))
+    }
+
+    /// Run `id` whole, from the CI cluster; `None` if it is gone or no longer a service's.
+    async fn run_of(&self, client: Client, id: &RunId) -> Result<Option<Run>, kube::Error> {
+        let api: Api<PipelineRunObject> = checked(
+            Cluster::Ci,
+            Api::namespaced_with(client, &id.namespace, &tekton::pipeline_runs()),
+        );
+        let Some(object) = api.get_opt(&id.name).await? else {
+            return Ok(None);
         };
-        Ok(Some(detail_of(&entry, facts, can_read_logs)))
+        Ok(tekton::run(&object, &self.inner.names))
     }
 
     /// The TaskRuns of run `id`, whole, from the CI cluster.
@@ -309,9 +346,13 @@ impl Pipelines {
     }
 }
 
-/// The page of run `entry` with its TaskRuns' `facts`.
-fn detail_of(entry: &Entry, facts: Vec<TaskRunFacts>, can_read_logs: bool) -> PipelineRunDetail {
-    let run = &entry.run;
+/// The page of run `entry`, read whole as `run`, with its TaskRuns' `facts`.
+fn detail_of<'a>(
+    entry: &'a Entry,
+    run: &'a Run,
+    facts: impl IntoIterator<Item = TaskRunFacts<'a>>,
+    can_read_logs: bool,
+) -> PipelineRunDetail {
     let states = task_states(run, entry.spec.as_deref(), facts);
     let tasks: Vec<TaskView> = states
         .iter()

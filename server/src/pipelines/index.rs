@@ -29,6 +29,8 @@ pub struct Entry {
     pub spec_key: String,
     /// Its row.
     pub summary: Arc<PipelineRunSummary>,
+    /// Whether [`Entry::run`] keeps only what its row counts (see [`Run::keep_row_only`]).
+    pub row_only: bool,
     /// The list it was last seen in (see [`Index::begin_runs`]).
     generation: u64,
 }
@@ -265,6 +267,10 @@ impl Index {
             }
             None => (None, String::new()),
         };
+        let row_only = !self.keep_whole && run.is_finished();
+        if row_only {
+            run.keep_row_only();
+        }
         let run = Arc::new(run);
         let summary = Arc::new(summarize(
             &run,
@@ -283,6 +289,7 @@ impl Index {
                 spec,
                 spec_key,
                 summary: summary.clone(),
+                row_only,
                 generation,
             },
         );

@@ -274,6 +274,34 @@ pub struct Run {
     pub skipped: Vec<Skipped>,
 }
 
+impl Run {
+    /// Whether Tekton is done with it: its condition is `True` or `False`.
+    pub fn is_finished(&self) -> bool {
+        self.condition
+            .as_ref()
+            .is_some_and(|c| c.status == "True" || c.status == "False")
+    }
+
+    /// Leaves only what its row is counted from: what only its page reads (params, results, the
+    /// condition's message, each task's display name, `when` expressions and skip reason) is read from the
+    /// cluster when the page opens.
+    pub fn keep_row_only(&mut self) {
+        self.params = Vec::new();
+        self.results = Vec::new();
+        if let Some(condition) = &mut self.condition {
+            condition.message = None;
+        }
+        for child in &mut self.children {
+            child.display_name = None;
+            child.when = Vec::new();
+        }
+        for skipped in &mut self.skipped {
+            skipped.reason = None;
+            skipped.when = Vec::new();
+        }
+    }
+}
+
 /// What Tower keeps of one TaskRun.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskRunEntry {

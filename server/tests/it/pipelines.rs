@@ -183,7 +183,8 @@ async fn the_ci_cluster_says_syncing_until_its_runs_are_listed_then_stays_connec
 
 #[tokio::test]
 async fn a_finished_run_page_reads_its_task_runs_from_the_ci_cluster_and_says_when_it_cannot() {
-    // The caches keep only what a row counts of a finished TaskRun; its page asks the cluster for the rest.
+    // The caches keep only what a row counts of a finished run and its TaskRuns; its page asks the cluster
+    // for the rest.
     let (app, proxy) = behind_a_ci_proxy(Fault::None).await;
     assert!(
         app.state
@@ -205,6 +206,13 @@ async fn a_finished_run_page_reads_its_task_runs_from_the_ci_cluster_and_says_wh
             .any(|r| r.path.contains("/taskruns?") && r.path.contains("labelSelector")),
         "the page read the run's TaskRuns"
     );
+    assert!(
+        proxy.received()[asked_from..]
+            .iter()
+            .any(|r| r.path.ends_with(&format!("/pipelineruns/{}", run.name))),
+        "and the run itself"
+    );
+    assert!(!green.params.is_empty(), "{green:?}");
     assert!(!green.tasks.is_empty());
     for task in green
         .tasks
