@@ -312,16 +312,20 @@ impl Pipelines {
         Ok(Some(detail))
     }
 
-    /// Run `id` whole, from the CI cluster; `None` if it is gone or no longer a service's.
+    /// Run `id` whole, from the CI cluster; `None` if it is gone or no longer a service's. Listed by name
+    /// rather than got: the role Tower runs as may list and watch runs, nothing more.
     async fn run_of(&self, client: Client, id: &RunId) -> Result<Option<Run>, kube::Error> {
         let api: Api<PipelineRunObject> = checked(
             Cluster::Ci,
             Api::namespaced_with(client, &id.namespace, &tekton::pipeline_runs()),
         );
-        let Some(object) = api.get_opt(&id.name).await? else {
-            return Ok(None);
-        };
-        Ok(tekton::run(&object, &self.inner.names))
+        let by_name = ListParams::default().fields(&format!("metadata.name={}", id.name));
+        let list = api.list(&by_name).await?;
+        Ok(list
+            .items
+            .iter()
+            .filter_map(|object| tekton::run(object, &self.inner.names))
+            .find(|run| run.id == *id))
     }
 
     /// The TaskRuns of run `id`, whole, from the CI cluster.

@@ -209,7 +209,8 @@ async fn a_finished_run_page_reads_its_task_runs_from_the_ci_cluster_and_says_wh
     assert!(
         proxy.received()[asked_from..]
             .iter()
-            .any(|r| r.path.ends_with(&format!("/pipelineruns/{}", run.name))),
+            .any(|r| r.path.contains("/pipelineruns?")
+                && r.path.contains(&format!("metadata.name%3D{}", run.name))),
         "and the run itself"
     );
     assert!(!green.params.is_empty(), "{green:?}");
